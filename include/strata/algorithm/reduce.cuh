@@ -1,0 +1,435 @@
+// The reduce family: reduce, transform_reduce (unary and binary), count, count_if,
+// min_element, max_element, minmax, all_of / any_of / none_of, equal. Each runs one CUB
+// reduction per segment, gathers the partials on the root place and folds them there in
+// segment order. Every algorithm has an `_async` form returning strata::future.
+#pragma once
+
+#include <strata/detail/cub_glue.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/merge.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/future.cuh>
+
+#include <thrust/iterator/counting_iterator.h>
+
+#include <cuda/std/functional>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace strata {
+
+/// An element found by min_element / max_element: its global index and its value. For an
+/// empty range, `index` is the range's size (the end position, as the standard returns `last`)
+/// and `value` is value-initialised.
+template <class T>
+struct element_result {
+  std::uint64_t index;
+  T value;
+};
+
+/// What minmax returns: the first smallest and the last largest element, as
+/// std::minmax_element. For an empty range both indices equal the size.
+template <class T>
+struct minmax_result {
+  element_result<T> min;
+  element_result<T> max;
+};
+
+namespace detail {
+
+// ---- per-segment partials -------------------------------------------------------------
+
+// The partial of one segment of a (transform-)reduce: CUB over the segment, no initial value.
+template <class Acc, class S, class Op, class Tf>
+auto reduce_partial(const S& r, Op op, Tf tf) {
+  return [&r, op, tf](std::size_t i, place_state& p, Acc* out) {
+    const auto s = r.segment_at(i);
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return reduce_no_init<Acc>(temp, bytes, s.data, out, s.count, op, tf, p.stream());
+    });
+  };
+}
+
+// Reads element i of two segments and applies a binary operator (binary transform_reduce).
+template <class A, class B, class F>
+struct pair_apply {
+  const A* a;
+  const B* b;
+  F f;
+  __host__ __device__ auto operator()(std::uint64_t i) const { return f(a[i], b[i]); }
+};
+
+template <class Acc, class SA, class SB, class Op, class F>
+auto reduce2_partial(const SA& a, const SB& b, Op op, F f) {
+  return [&a, &b, op, f](std::size_t i, place_state& p, Acc* out) {
+    const auto sa = a.segment_at(i);
+    const auto sb = b.segment_at(i);
+    using A = std::remove_const_t<std::remove_pointer_t<decltype(sa.data)>>;
+    using B = std::remove_const_t<std::remove_pointer_t<decltype(sb.data)>>;
+    const pair_apply<A, B, F> tf{sa.data, sb.data, f};
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return reduce_no_init<Acc>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, sa.count, op, tf,
+                                 p.stream());
+    });
+  };
+}
+
+// ---- root folds ----------------------------------------------------------------------
+
+// init op p0 op p1 ... in segment order.
+template <class Acc, class Op>
+struct fold_with_init {
+  Acc init;
+  Op op;
+  __device__ Acc operator()(const slot_table<Acc>& t) const {
+    Acc acc = init;
+    for (int j = 0; j < t.size; ++j) acc = op(acc, *t.ptr[j]);
+    return acc;
+  }
+};
+
+enum class quantifier { all, any, none };
+
+// all_of / any_of / none_of from the count of elements that satisfy the predicate.
+struct fold_quantifier {
+  quantifier q;
+  std::uint64_t n;
+  __device__ bool operator()(const slot_table<std::uint64_t>& t) const {
+    std::uint64_t c = 0;
+    for (int j = 0; j < t.size; ++j) c += *t.ptr[j];
+    return q == quantifier::all ? c == n : (q == quantifier::any ? c > 0 : c == 0);
+  }
+};
+
+template <class Pred>
+struct count_fn {
+  Pred pred;
+  template <class T>
+  __host__ __device__ std::uint64_t operator()(const T& x) const {
+    return pred(x) ? 1u : 0u;
+  }
+};
+
+template <class T>
+struct equal_to_value {
+  T value;
+  __host__ __device__ bool operator()(const T& x) const { return x == value; }
+};
+
+struct not_equal_fn {
+  template <class A, class B>
+  __host__ __device__ std::uint64_t operator()(const A& a, const B& b) const {
+    return a == b ? 0u : 1u;
+  }
+};
+
+// ---- extrema --------------------------------------------------------------------------
+
+// An element and its index. Within a segment the index is local; the root adds the offset.
+template <class T>
+struct indexed {
+  T value;
+  std::uint64_t index;
+};
+
+template <class T>
+struct extrema {
+  indexed<T> lo;
+  indexed<T> hi;
+};
+
+template <class T>
+struct index_value {
+  const T* data;
+  __host__ __device__ indexed<T> operator()(std::uint64_t i) const { return {data[i], i}; }
+};
+template <class T>
+struct index_value2 {
+  const T* data;
+  __host__ __device__ extrema<T> operator()(std::uint64_t i) const { return {{data[i], i}, {data[i], i}}; }
+};
+
+// The first smallest under `comp`: commutative and associative thanks to the index tie-break.
+template <class Comp>
+struct first_min {
+  Comp comp;
+  template <class T>
+  __host__ __device__ indexed<T> operator()(const indexed<T>& a, const indexed<T>& b) const {
+    if (comp(b.value, a.value)) return b;
+    if (comp(a.value, b.value)) return a;
+    return b.index < a.index ? b : a;
+  }
+};
+// The first largest under `comp` (std::max_element).
+template <class Comp>
+struct first_max {
+  Comp comp;
+  template <class T>
+  __host__ __device__ indexed<T> operator()(const indexed<T>& a, const indexed<T>& b) const {
+    if (comp(a.value, b.value)) return b;
+    if (comp(b.value, a.value)) return a;
+    return b.index < a.index ? b : a;
+  }
+};
+// The last largest under `comp` (the max of std::minmax_element).
+template <class Comp>
+struct last_max {
+  Comp comp;
+  template <class T>
+  __host__ __device__ indexed<T> operator()(const indexed<T>& a, const indexed<T>& b) const {
+    if (comp(a.value, b.value)) return b;
+    if (comp(b.value, a.value)) return a;
+    return b.index > a.index ? b : a;
+  }
+};
+template <class Comp>
+struct minmax_op {
+  Comp comp;
+  template <class T>
+  __host__ __device__ extrema<T> operator()(const extrema<T>& a, const extrema<T>& b) const {
+    return {first_min<Comp>{comp}(a.lo, b.lo), last_max<Comp>{comp}(a.hi, b.hi)};
+  }
+};
+
+template <class T, class Better>
+struct fold_element {
+  Better better;
+  __device__ element_result<T> operator()(const slot_table<indexed<T>>& t) const {
+    indexed<T> best = *t.ptr[0];
+    best.index += t.offset[0];
+    for (int j = 1; j < t.size; ++j) {
+      indexed<T> c = *t.ptr[j];
+      c.index += t.offset[j];
+      best = better(best, c);
+    }
+    return {best.index, best.value};
+  }
+};
+template <class T, class Comp>
+struct fold_minmax {
+  Comp comp;
+  __device__ minmax_result<T> operator()(const slot_table<extrema<T>>& t) const {
+    extrema<T> best = *t.ptr[0];
+    best.lo.index += t.offset[0];
+    best.hi.index += t.offset[0];
+    for (int j = 1; j < t.size; ++j) {
+      extrema<T> c = *t.ptr[j];
+      c.lo.index += t.offset[j];
+      c.hi.index += t.offset[j];
+      best = minmax_op<Comp>{comp}(best, c);
+    }
+    return {{best.lo.index, best.lo.value}, {best.hi.index, best.hi.value}};
+  }
+};
+
+template <class T, class S, class Better>
+future<element_result<T>> extremum_async(const char* name, const S& r, Better better) {
+  using P = indexed<T>;
+  const auto partial = [&r, better](std::size_t i, place_state& p, P* out) {
+    const auto s = r.segment_at(i);
+    const index_value<T> tf{s.data};
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return reduce_no_init<P>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, s.count, better, tf,
+                               p.stream());
+    });
+  };
+  return reduce_to_future<element_result<T>, P>(name, require_places(name, r), r.partition(), partial,
+                                                fold_element<T, Better>{better}, element_result<T>{r.size(), T{}});
+}
+
+template <class Pred, class R>
+future<bool> quantifier_async(const char* name, const R& r_in, Pred pred, quantifier q) {
+  const auto r = as_span(r_in);
+  return reduce_to_future<bool, std::uint64_t>(
+      name, require_places(name, r), r.partition(),
+      reduce_partial<std::uint64_t>(r, ::cuda::std::plus<std::uint64_t>{}, count_fn<Pred>{pred}),
+      fold_quantifier{q, r.size()}, q != quantifier::any);
+}
+
+}  // namespace detail
+
+/// Asynchronous transform_reduce: `init op transform(x0) op transform(x1) op ...` over the whole
+/// range. `op` must be associative and commutative (CUB reorders operands within a segment);
+/// segments are combined in order. Returns `init` for an empty range. The accumulator type is
+/// the type of `init`. Throws std::invalid_argument for a range without places,
+/// strata::cuda_error if a CUDA call fails (from get()/wait() for failures in the device work).
+template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform) {
+  const auto r = detail::as_span(r_in);
+  return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", detail::require_places("strata::transform_reduce", r),
+                                            r.partition(), detail::reduce_partial<Acc>(r, op, transform),
+                                            detail::fold_with_init<Acc, Op>{init, op}, init);
+}
+/// transform_reduce, waiting for the value. See transform_reduce_async.
+template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc transform_reduce(const R& r, Acc init, Op op, Tf transform) {
+  return transform_reduce_async(r, init, op, transform).get();
+}
+
+/// Asynchronous binary transform_reduce (inner product): `init op f(a0, b0) op f(a1, b1) ...`.
+/// `a` and `b` must have the same size, device_set and partition (std::invalid_argument
+/// otherwise, before any device work: strata::copy one onto the other's layout first). `op` must
+/// be associative and commutative. Returns `init` for empty ranges.
+template <class RA, class RB, class Acc, class Op, class F,
+          class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+future<Acc> transform_reduce_async(const RA& a_in, const RB& b_in, Acc init, Op op, F f) {
+  const auto a = detail::as_span(a_in);
+  const auto b = detail::as_span(b_in);
+  detail::require_same_layout("strata::transform_reduce", a, b);
+  return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", a.places(), a.partition(),
+                                            detail::reduce2_partial<Acc>(a, b, op, f),
+                                            detail::fold_with_init<Acc, Op>{init, op}, init);
+}
+/// Binary transform_reduce, waiting for the value. See the async form.
+template <class RA, class RB, class Acc, class Op, class F,
+          class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+Acc transform_reduce(const RA& a, const RB& b, Acc init, Op op, F f) {
+  return transform_reduce_async(a, b, init, op, f).get();
+}
+
+/// Asynchronous reduce: `init op x0 op x1 op ...`. `op` must be associative and commutative
+/// (as CUB requires); segments are combined in segment order. Returns `init` for an empty range.
+/// Throws std::invalid_argument for a range without places, strata::cuda_error for CUDA failures.
+template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<Acc> reduce_async(const R& r, Acc init, Op op) {
+  return transform_reduce_async(r, init, op, detail::identity_fn{});
+}
+/// Asynchronous sum of the elements (value-initialised T as the initial value).
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<range_value_t<R>> reduce_async(const R& r) {
+  return reduce_async(r, range_value_t<R>{}, ::cuda::std::plus<>{});
+}
+/// reduce, waiting for the value. See reduce_async.
+template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc reduce(const R& r, Acc init, Op op) {
+  return reduce_async(r, init, op).get();
+}
+/// The sum of the elements, waiting for it.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+range_value_t<R> reduce(const R& r) {
+  return reduce_async(r).get();
+}
+
+/// Asynchronous count of the elements for which `pred(x)` is true.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<std::uint64_t> count_if_async(const R& r, Pred pred) {
+  return transform_reduce_async(r, std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{}, detail::count_fn<Pred>{pred});
+}
+/// The number of elements for which `pred(x)` is true.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+std::uint64_t count_if(const R& r, Pred pred) {
+  return count_if_async(r, pred).get();
+}
+/// Asynchronous count of the elements equal to `value` (compared with ==).
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<std::uint64_t> count_async(const R& r, const range_value_t<R>& value) {
+  return count_if_async(r, detail::equal_to_value<range_value_t<R>>{value});
+}
+/// The number of elements equal to `value`.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+std::uint64_t count(const R& r, const range_value_t<R>& value) {
+  return count_async(r, value).get();
+}
+
+/// Asynchronous min_element: the first smallest element under `comp` (default `<`) and its
+/// global index. For an empty range the index is size() and the value is value-initialised.
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<element_result<range_value_t<R>>> min_element_async(const R& r, Comp comp = {}) {
+  return detail::extremum_async<range_value_t<R>>("strata::min_element", detail::as_span(r),
+                                                  detail::first_min<Comp>{comp});
+}
+/// The first smallest element and its global index (see min_element_async).
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+element_result<range_value_t<R>> min_element(const R& r, Comp comp = {}) {
+  return min_element_async(r, comp).get();
+}
+/// Asynchronous max_element: the first largest element under `comp` (default `<`) and its
+/// global index. For an empty range the index is size() and the value is value-initialised.
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<element_result<range_value_t<R>>> max_element_async(const R& r, Comp comp = {}) {
+  return detail::extremum_async<range_value_t<R>>("strata::max_element", detail::as_span(r),
+                                                  detail::first_max<Comp>{comp});
+}
+/// The first largest element and its global index (see max_element_async).
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+element_result<range_value_t<R>> max_element(const R& r, Comp comp = {}) {
+  return max_element_async(r, comp).get();
+}
+
+/// Asynchronous minmax: in one pass, the first smallest and the last largest element under
+/// `comp` with their global indices (std::minmax_element's choice). Empty range: both indices
+/// equal size().
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<minmax_result<range_value_t<R>>> minmax_async(const R& r_in, Comp comp = {}) {
+  using T = range_value_t<R>;
+  using P = detail::extrema<T>;
+  const auto r = detail::as_span(r_in);
+  const auto partial = [&r, comp](std::size_t i, detail::place_state& p, P* out) {
+    const auto s = r.segment_at(i);
+    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return detail::reduce_no_init<P>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, s.count,
+                                       detail::minmax_op<Comp>{comp}, detail::index_value2<T>{s.data}, p.stream());
+    });
+  };
+  const element_result<T> none{r.size(), T{}};
+  return detail::reduce_to_future<minmax_result<T>, P>("strata::minmax", detail::require_places("strata::minmax", r),
+                                                       r.partition(), partial, detail::fold_minmax<T, Comp>{comp},
+                                                       minmax_result<T>{none, none});
+}
+/// The first smallest and last largest elements (see minmax_async).
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+minmax_result<range_value_t<R>> minmax(const R& r, Comp comp = {}) {
+  return minmax_async(r, comp).get();
+}
+
+/// Asynchronous all_of: true if `pred(x)` holds for every element (true for an empty range).
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<bool> all_of_async(const R& r, Pred pred) {
+  return detail::quantifier_async("strata::all_of", r, pred, detail::quantifier::all);
+}
+/// Asynchronous any_of: true if `pred(x)` holds for some element (false for an empty range).
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<bool> any_of_async(const R& r, Pred pred) {
+  return detail::quantifier_async("strata::any_of", r, pred, detail::quantifier::any);
+}
+/// Asynchronous none_of: true if `pred(x)` holds for no element (true for an empty range).
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<bool> none_of_async(const R& r, Pred pred) {
+  return detail::quantifier_async("strata::none_of", r, pred, detail::quantifier::none);
+}
+/// True if `pred(x)` holds for every element. All three quantifiers read every element.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool all_of(const R& r, Pred pred) {
+  return all_of_async(r, pred).get();
+}
+/// True if `pred(x)` holds for some element.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool any_of(const R& r, Pred pred) {
+  return any_of_async(r, pred).get();
+}
+/// True if `pred(x)` holds for no element.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool none_of(const R& r, Pred pred) {
+  return none_of_async(r, pred).get();
+}
+
+/// Asynchronous equal: true if a[i] == b[i] for every i. The ranges must have the same size,
+/// device_set and partition (std::invalid_argument otherwise, before any device work).
+template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+future<bool> equal_async(const RA& a_in, const RB& b_in) {
+  const auto a = detail::as_span(a_in);
+  const auto b = detail::as_span(b_in);
+  detail::require_same_layout("strata::equal", a, b);
+  return detail::reduce_to_future<bool, std::uint64_t>(
+      "strata::equal", a.places(), a.partition(),
+      detail::reduce2_partial<std::uint64_t>(a, b, ::cuda::std::plus<std::uint64_t>{}, detail::not_equal_fn{}),
+      detail::fold_quantifier{detail::quantifier::none, a.size()}, true);
+}
+/// True if the ranges hold equal elements at every index (see equal_async).
+template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+bool equal(const RA& a, const RB& b) {
+  return equal_async(a, b).get();
+}
+
+}  // namespace strata

@@ -1,0 +1,131 @@
+// The CUB entry points Strata calls per segment, in one place. Where CUB's public API lacks
+// what a multi-device algorithm needs (a reduce that applies no initial value; a scan whose
+// initial value is read from device memory), this calls CUB's dispatch layer directly, the
+// way Thrust does; CCCL version changes are absorbed here.
+#pragma once
+
+#include <cub/device/device_for.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_transform.cuh>
+#include <cub/version.cuh>
+
+#include <cuda/std/functional>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+
+static_assert(CUB_VERSION >= 200800, "Strata needs CUB (CCCL) 2.8 or newer");
+
+namespace strata::detail {
+
+/// CUB's offset type for Strata's 64-bit counts.
+using cub_offset = unsigned long long;
+
+/// The identity transform.
+struct identity_fn {
+  template <class T>
+  __host__ __device__ T operator()(const T& x) const {
+    return x;
+  }
+};
+
+/// Reduces `transform(in[0..n))` with `op` and no initial value into `*out` (n > 0): the
+/// per-segment partial of every reduce-family algorithm. The initial value passed to CUB is only
+/// for empty problems, which Strata never hands it.
+template <class Acc, class It, class Op, class Transform>
+cudaError_t reduce_no_init(void* temp, std::size_t& bytes, It in, Acc* out, std::uint64_t n, Op op,
+                           Transform transform, cudaStream_t stream) {
+  using init_t = cub::detail::reduce::empty_problem_init_t<Acc>;
+  return cub::DispatchTransformReduce<It, Acc*, cub_offset, Op, Transform, init_t, Acc>::Dispatch(
+      temp, bytes, in, out, static_cast<cub_offset>(n), op, init_t{}, stream, transform);
+}
+
+/// Writes only the last value a scan produces: lets a CUB scan compute an ordered segment
+/// total for operators that are associative but not commutative.
+template <class Acc>
+struct last_value_writer {
+  Acc* out;
+  std::uint64_t last;
+  template <class Index, class V>
+  __host__ __device__ void operator()(Index i, V v) const {
+    if (static_cast<std::uint64_t>(i) == last) *out = static_cast<Acc>(v);
+  }
+};
+
+/// Output iterator that hands (index, value) to a functor (a minimal tabulate output iterator).
+template <class F, class V>
+struct tabulate_output {
+  using iterator_category = std::random_access_iterator_tag;
+  using difference_type = std::int64_t;
+  using value_type = V;
+  using pointer = void;
+  struct proxy {
+    F f;
+    std::int64_t i;
+    template <class U>
+    __host__ __device__ const proxy& operator=(const U& v) const {
+      f(i, v);
+      return *this;
+    }
+  };
+  using reference = proxy;
+  F f;
+  std::int64_t i = 0;
+  __host__ __device__ proxy operator*() const { return {f, i}; }
+  __host__ __device__ proxy operator[](difference_type k) const { return {f, i + k}; }
+  __host__ __device__ tabulate_output operator+(difference_type k) const { return {f, i + k}; }
+  __host__ __device__ tabulate_output& operator+=(difference_type k) {
+    i += k;
+    return *this;
+  }
+  __host__ __device__ tabulate_output& operator++() {
+    ++i;
+    return *this;
+  }
+  __host__ __device__ difference_type operator-(const tabulate_output& o) const { return i - o.i; }
+};
+
+/// Ordered (non-commutative-safe) total of `in[0..n)` under `op`, through a scan whose
+/// output keeps only the last value.
+template <class Acc, class It, class Op>
+cudaError_t ordered_total(void* temp, std::size_t& bytes, It in, Acc* out, std::uint64_t n, Op op,
+                          cudaStream_t stream) {
+  tabulate_output<last_value_writer<Acc>, Acc> sink{{out, n - 1}, 0};
+  using dispatch = cub::DispatchScan<It, decltype(sink), Op, cub::NullType, cub_offset, Acc>;
+  return dispatch::Dispatch(temp, bytes, in, sink, op, cub::NullType{}, static_cast<cub_offset>(n), stream);
+}
+
+/// Inclusive scan of `in[0..n)` into `out` with no initial value.
+template <class Acc, class It, class Out, class Op>
+cudaError_t inclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
+                           cudaStream_t stream) {
+  using dispatch = cub::DispatchScan<It, Out, Op, cub::NullType, cub_offset, Acc>;
+  return dispatch::Dispatch(temp, bytes, in, out, op, cub::NullType{}, static_cast<cub_offset>(n), stream);
+}
+
+/// Inclusive scan seeded with `*init` read on the device when the scan runs (a multi-place
+/// scan's offset for this segment): out[i] = init op in[0] op ... op in[i].
+template <class Acc, class It, class Out, class Op>
+cudaError_t inclusive_scan_seeded(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
+                                  const Acc* init, cudaStream_t stream) {
+  using init_t = cub::detail::InputValue<Acc, const Acc*>;
+  using dispatch = cub::DispatchScan<It, Out, Op, init_t, cub_offset, Acc, cub::ForceInclusive::Yes>;
+  return dispatch::Dispatch(temp, bytes, in, out, op, init_t(cub::FutureValue<Acc, const Acc*>(init)),
+                            static_cast<cub_offset>(n), stream);
+}
+
+/// Exclusive scan seeded with `*init` read on the device (init != nullptr) or with `value`.
+/// One kernel instantiation serves both.
+template <class Acc, class It, class Out, class Op>
+cudaError_t exclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
+                           const Acc* init, const Acc& value, cudaStream_t stream) {
+  using init_t = cub::detail::InputValue<Acc, const Acc*>;
+  using dispatch = cub::DispatchScan<It, Out, Op, init_t, cub_offset, Acc>;
+  const init_t iv = init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
+  return dispatch::Dispatch(temp, bytes, in, out, op, iv, static_cast<cub_offset>(n), stream);
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,111 @@
+// The fan-out: argument checks shared by all algorithms, the per-call scope, the two-phase CUB
+// call with cached temp storage, and the loop over a partition's non-empty segments.
+#pragma once
+
+#include <strata/detail/device_guard.cuh>
+#include <strata/detail/nvtx.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/device_set.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/error.hpp>
+#include <strata/partition.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+namespace strata {
+
+/// Tag for element-wise algorithms: return once the work is enqueued on every place instead of
+/// waiting for it. Later Strata calls on the same places are ordered after it (stream order);
+/// synchronise (device_set::synchronize) before reading the data any other way.
+struct nosync_t {
+  explicit constexpr nosync_t() = default;
+};
+/// The nosync tag value.
+inline constexpr nosync_t nosync{};
+
+namespace detail {
+
+inline std::string algo_name(const char* algo) { return std::string(algo); }
+
+/// The span's device_set, or std::invalid_argument if it has none.
+template <class T>
+const device_set& require_places(const char* algo, const distributed_span<T>& s) {
+  if (!s.has_places())
+    throw std::invalid_argument(algo_name(algo) +
+                                ": the range has no device_set (default-constructed or moved-from container)");
+  return s.places();
+}
+
+/// Checks that two ranges have the same size (std::invalid_argument otherwise).
+template <class A, class B>
+void require_same_size(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
+  require_places(algo, a);
+  require_places(algo, b);
+  if (a.size() != b.size())
+    throw std::invalid_argument(algo_name(algo) + ": the ranges have different sizes (" + std::to_string(a.size()) +
+                                " and " + std::to_string(b.size()) + " elements)");
+}
+
+/// Checks that two ranges have the same size, device_set and partition, so that segment i of
+/// one meets segment i of the other on place i (std::invalid_argument otherwise).
+template <class A, class B>
+void require_same_layout(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
+  require_same_size(algo, a, b);
+  if (a.places() != b.places())
+    throw std::invalid_argument(algo_name(algo) +
+                                ": the ranges live on different device_sets; strata::copy one onto the other's "
+                                "layout first");
+  if (a.partition() != b.partition())
+    throw std::invalid_argument(algo_name(algo) +
+                                ": the ranges are partitioned differently; strata::copy one onto the other's "
+                                "layout first");
+}
+
+/// One algorithm call: an NVTX range named after it and the set's call lock, held while the
+/// call's work is enqueued (so calls from several host threads on one set do not interleave).
+class call_scope {
+ public:
+  call_scope(const device_set& set, const char* name) : range_(name), set_(set), lock_(set.state().call_mutex) {}
+  set_state& state() const noexcept { return set_.state(); }
+  const device_set& set() const noexcept { return set_; }
+
+ private:
+  nvtx_range range_;
+  const device_set& set_;
+  std::lock_guard<std::mutex> lock_;
+};
+
+/// Runs a CUB-style two-phase call `call(temp, bytes)` on place `p` (its device current): asks
+/// for the temp size, takes the place's cached buffer, runs.
+template <class Call>
+void run_cub(place_state& p, Call&& call) {
+  std::size_t bytes = 0;
+  STRATA_CUDA_CHECK(call(static_cast<void*>(nullptr), bytes));
+  void* temp = p.temp_storage(bytes);
+  STRATA_CUDA_CHECK(call(temp, bytes));
+}
+
+/// Calls `f(i, place)` for every non-empty segment `i` of `part`, with that place's device
+/// current, in place order. Every launch is enqueued; nothing waits.
+template <class F>
+void for_each_segment(set_state& s, const partition& part, F&& f) {
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    if (part.count(i) == 0) continue;
+    place_state& p = *s.places[i];
+    device_guard g(p.device());
+    f(i, p);
+  }
+}
+
+/// Waits for every place that has a non-empty segment of `part`.
+inline void wait_segments(set_state& s, const partition& part) {
+  for_each_segment(s, part, [](std::size_t, place_state& p) { STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream())); });
+}
+
+}  // namespace detail
+}  // namespace strata

@@ -1,0 +1,150 @@
+// The shared state behind a device_set: its places, which places reach which directly, the
+// merge workspace on the root place and the pool of result slots that futures use.
+#pragma once
+
+#include <strata/detail/device_guard.cuh>
+#include <strata/detail/memory.cuh>
+#include <strata/detail/place_state.cuh>
+#include <strata/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace strata::detail {
+
+/// Most places one device_set may hold: the merge passes one pointer per place to a kernel by
+/// value, and 64 covers every node built (8-16 GPUs) with room for several places each.
+inline constexpr std::size_t max_places = 64;
+
+/// Largest value a merge slot or a future's result slot holds.
+inline constexpr std::size_t max_merge_value_bytes = 256;
+
+/// One pinned host slot a future's value is written into by the root, plus the event that
+/// marks it written. Recycled through the set's pool.
+struct result_slot {
+  void* host = nullptr;
+  cudaEvent_t done = nullptr;
+};
+
+class set_state {
+ public:
+  set_state() = default;
+  set_state(const set_state&) = delete;
+  set_state& operator=(const set_state&) = delete;
+
+  ~set_state() {
+    // Places first (they drain their streams), then what the root owned.
+    places.clear();
+    if (!root_events_.empty() || merge_dev_ != nullptr) {
+      int previous = -1;
+      (void)cudaGetDevice(&previous);
+      if (previous != root_device_) (void)cudaSetDevice(root_device_);
+      for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
+      if (merge_done_ != nullptr) (void)cudaEventDestroy(merge_done_);
+      if (previous >= 0 && previous != root_device_) (void)cudaSetDevice(previous);
+    }
+    device_free(root_device_, merge_dev_);
+    pinned_free(merge_host_);
+    for (void* chunk : slot_chunks_) pinned_free(chunk);
+  }
+
+  std::vector<std::unique_ptr<place_state>> places;
+  /// direct[i * k + j]: kernels on place i may read and write place j's device memory
+  /// (same device, or peer access enabled and not forced off).
+  std::vector<char> direct;
+  /// peer[a * n + b] for device ordinals a, b (n = visible devices): peer access from a to b is
+  /// enabled by this set.
+  std::vector<char> peer;
+  int visible_devices = 0;
+  bool force_host_staging = false;
+  /// Serialises the enqueueing of algorithm calls made through this set from several threads.
+  std::mutex call_mutex;
+
+  std::size_t size() const noexcept { return places.size(); }
+  place_state& root() { return *places[0]; }
+  bool reaches_root(std::size_t p) const noexcept { return direct[p * places.size()] != 0; }
+
+  /// Merge workspace: `bytes` on the root device and as pinned host memory. Growing waits for
+  /// every place, since queued work of earlier calls may still use the old buffers. Call with
+  /// call_mutex held.
+  void ensure_merge_workspace(std::size_t bytes) {
+    if (bytes <= merge_bytes_) return;
+    for (auto& p : places) {
+      device_guard g(p->device());
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
+    }
+    void* dev = device_allocate(root_device_, bytes);
+    void* host = nullptr;
+    try {
+      host = pinned_allocate(bytes);
+    } catch (...) {
+      device_free(root_device_, dev);
+      throw;
+    }
+    device_free(root_device_, merge_dev_);
+    pinned_free(merge_host_);
+    merge_dev_ = dev;
+    merge_host_ = host;
+    merge_bytes_ = bytes;
+  }
+  void* merge_device_buffer() const noexcept { return merge_dev_; }
+  void* merge_host_buffer() const noexcept { return merge_host_; }
+
+  /// Event recorded on the root stream once the root has consumed the merge workspace; every
+  /// place that writes the workspace waits on it first, so a call never overwrites partials
+  /// that an earlier, still queued call has yet to read.
+  cudaEvent_t merge_done_event() {
+    if (merge_done_ == nullptr) {
+      device_guard g(root_device_);
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&merge_done_, cudaEventDisableTiming));
+    }
+    return merge_done_;
+  }
+  bool merge_used = false;
+
+  /// A free result slot (pinned host memory plus an event on the root device).
+  result_slot acquire_slot() {
+    std::lock_guard<std::mutex> lock(slot_mutex_);
+    if (free_slots_.empty()) grow_slots();
+    result_slot s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  void release_slot(result_slot s) noexcept {
+    std::lock_guard<std::mutex> lock(slot_mutex_);
+    free_slots_.push_back(s);
+  }
+
+  void set_root_device(int d) noexcept { root_device_ = d; }
+  int root_device() const noexcept { return root_device_; }
+
+ private:
+  void grow_slots() {
+    constexpr std::size_t per_chunk = 32;
+    void* chunk = pinned_allocate(per_chunk * max_merge_value_bytes);
+    slot_chunks_.push_back(chunk);
+    device_guard g(root_device_);
+    for (std::size_t i = 0; i < per_chunk; ++i) {
+      cudaEvent_t e = nullptr;
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      root_events_.push_back(e);
+      free_slots_.push_back({static_cast<char*>(chunk) + i * max_merge_value_bytes, e});
+    }
+  }
+
+  int root_device_ = 0;
+  void* merge_dev_ = nullptr;
+  void* merge_host_ = nullptr;
+  std::size_t merge_bytes_ = 0;
+  cudaEvent_t merge_done_ = nullptr;
+  std::mutex slot_mutex_;
+  std::vector<void*> slot_chunks_;
+  std::vector<cudaEvent_t> root_events_;
+  std::vector<result_slot> free_slots_;
+};
+
+}  // namespace strata::detail

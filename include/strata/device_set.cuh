@@ -1,0 +1,205 @@
+// Places and device sets: where a distributed range lives and whose streams run its work.
+#pragma once
+
+#include <strata/detail/device_guard.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+/// The number of CUDA devices this process can see; 0 where there is no driver or no device
+/// (never throws for those cases, so callers can decide to skip GPU work).
+inline int visible_device_count() noexcept {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/// Options for making a device_set.
+struct device_set_options {
+  /// Enable peer access between every pair of distinct devices that supports it (default).
+  bool enable_peer_access = true;
+  /// Route every exchange between distinct places through pinned host memory, even where the
+  /// places share a device or have peer access. Also forced on by the environment variable
+  /// `STRATA_DISABLE_P2P=1`. Meant for testing the fallback path and for broken peer paths.
+  bool force_host_staging = false;
+};
+
+/// An ordered, shared list of places. A place is one device ordinal plus what Strata keeps for
+/// it there: a non-blocking stream and cached temporary storage. A device may appear in several
+/// places (each with its own stream). Place 0 is the root: merges of per-place results run
+/// there. Copies are cheap and share the places; the last copy destroys them, freeing each
+/// place's resources on its own device.
+///
+/// Making a set validates every ordinal, creates the places and enables peer access between
+/// every pair of distinct devices that supports it, recording which pairs have it.
+class device_set {
+ public:
+  /// Every visible device, in ordinal order. Throws strata::cuda_error (cudaErrorNoDevice) if
+  /// no device is visible.
+  static device_set all(device_set_options options = {}) {
+    const int n = visible_device_count();
+    if (n == 0)
+      throw cuda_error(cudaErrorNoDevice, "strata::device_set::all(): no CUDA device is visible", -1, __FILE__,
+                       __LINE__);
+    std::vector<int> ordinals(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) ordinals[static_cast<std::size_t>(i)] = i;
+    return device_set(std::move(ordinals), options);
+  }
+
+  /// `k` places on device `ordinal`, each with its own stream (how tests run multi-place code
+  /// on one GPU). Throws std::invalid_argument if `k == 0` or `k` exceeds the place limit, and
+  /// std::out_of_range if `ordinal` is not a visible device.
+  static device_set repeat(int ordinal, std::size_t k, device_set_options options = {}) {
+    if (k == 0) throw std::invalid_argument("strata::device_set::repeat: the number of places must be positive");
+    check_count(k);
+    return device_set(std::vector<int>(k, ordinal), options);
+  }
+
+  /// Places on the given device ordinals, in the order given (a device may repeat).
+  /// Throws std::invalid_argument if the list is empty or longer than 64 places, and
+  /// std::out_of_range naming the bad ordinal and the number of visible devices if an ordinal
+  /// is not a visible device.
+  device_set(std::initializer_list<int> ordinals) : device_set(std::vector<int>(ordinals)) {}
+
+  /// As the initializer-list form, with options.
+  explicit device_set(std::vector<int> ordinals, device_set_options options = {}) {
+    if (ordinals.empty()) throw std::invalid_argument("strata::device_set: the list of devices is empty");
+    check_count(ordinals.size());
+    const int n = visible_device_count();
+    for (int d : ordinals)
+      if (d < 0 || d >= n)
+        throw std::out_of_range("strata::device_set: device ordinal " + std::to_string(d) + " is out of range (" +
+                                std::to_string(n) + " CUDA device" + (n == 1 ? " is" : "s are") + " visible)");
+    const char* env = std::getenv("STRATA_DISABLE_P2P");
+    if (env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0) options.force_host_staging = true;
+
+    auto s = std::make_shared<detail::set_state>();
+    s->visible_devices = n;
+    s->force_host_staging = options.force_host_staging;
+    s->set_root_device(ordinals[0]);
+    for (int d : ordinals) s->places.push_back(std::make_unique<detail::place_state>(d));
+    s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+    if (options.enable_peer_access) enable_peers(*s, ordinals);
+    const std::size_t k = ordinals.size();
+    s->direct.assign(k * k, 0);
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t j = 0; j < k; ++j) {
+        const int a = ordinals[i], b = ordinals[j];
+        bool reach = (i == j) || (a == b) || s->peer[static_cast<std::size_t>(a) * n + b] != 0;
+        if (i != j && s->force_host_staging) reach = false;
+        s->direct[i * k + j] = reach ? 1 : 0;
+      }
+    state_ = std::move(s);
+  }
+
+  /// Number of places.
+  std::size_t size() const noexcept { return state_->size(); }
+  /// Device ordinal of place `i`. Throws std::out_of_range if `i >= size()`.
+  int device(std::size_t i) const { return place(i).device(); }
+  /// The non-blocking stream of place `i` (on its device). Work a user enqueues there is
+  /// ordered with Strata's work on that place. Throws std::out_of_range if `i >= size()`.
+  cudaStream_t stream(std::size_t i) const { return place(i).stream(); }
+  /// The device ordinals of all places, in place order.
+  std::vector<int> devices() const {
+    std::vector<int> d;
+    for (auto& p : state_->places) d.push_back(p->device());
+    return d;
+  }
+  /// True if kernels on place `i` read and write place `j`'s memory directly (same device, or
+  /// peer access enabled, and host staging not forced). Throws std::out_of_range for a bad place.
+  bool direct_access(std::size_t i, std::size_t j) const {
+    (void)place(i);
+    (void)place(j);
+    return state_->direct[i * size() + j] != 0;
+  }
+  /// True if this set enabled peer access from device `a` to device `b` (distinct ordinals).
+  bool peer_access_enabled(int a, int b) const noexcept {
+    const int n = state_->visible_devices;
+    if (a < 0 || b < 0 || a >= n || b >= n) return false;
+    return state_->peer[static_cast<std::size_t>(a) * n + b] != 0;
+  }
+  /// True if every exchange between places goes through pinned host memory.
+  bool host_staging_forced() const noexcept { return state_->force_host_staging; }
+
+  /// Waits until all work Strata enqueued on every place has finished. Throws strata::cuda_error
+  /// if any of it failed.
+  void synchronize() const {
+    for (auto& p : state_->places) {
+      detail::device_guard g(p->device());
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
+    }
+  }
+
+  /// Two sets are equal when they share the same places (one is a copy of the other).
+  friend bool operator==(const device_set& a, const device_set& b) noexcept { return a.state_ == b.state_; }
+  friend bool operator!=(const device_set& a, const device_set& b) noexcept { return !(a == b); }
+
+  /// Implementation access for Strata's own algorithms.
+  detail::set_state& state() const noexcept { return *state_; }
+  /// Implementation access for Strata's own algorithms (futures keep the state alive).
+  const std::shared_ptr<detail::set_state>& shared_state() const noexcept { return state_; }
+
+ private:
+  static void check_count(std::size_t k) {
+    if (k > detail::max_places)
+      throw std::invalid_argument("strata::device_set: " + std::to_string(k) + " places requested, at most " +
+                                  std::to_string(detail::max_places) + " are supported");
+  }
+
+  detail::place_state& place(std::size_t i) const {
+    if (i >= size())
+      throw std::out_of_range("strata::device_set: place " + std::to_string(i) + " is out of range for " +
+                              std::to_string(size()) + " places");
+    return *state_->places[i];
+  }
+
+  // Peer access is a property of a device pair and of the process: enable it once per ordered
+  // pair of distinct devices that supports it. A pair already enabled (by another set or by
+  // the user) counts as enabled.
+  static void enable_peers(detail::set_state& s, const std::vector<int>& ordinals) {
+    std::vector<int> distinct;
+    for (int d : ordinals) {
+      bool seen = false;
+      for (int e : distinct) seen = seen || e == d;
+      if (!seen) distinct.push_back(d);
+    }
+    const int n = s.visible_devices;
+    for (int a : distinct)
+      for (int b : distinct) {
+        if (a == b) continue;
+        int can = 0;
+        STRATA_CUDA_CHECK_ON(a, cudaDeviceCanAccessPeer(&can, a, b));
+        if (!can) continue;
+        detail::device_guard g(a);
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();
+        } else if (e != cudaSuccess) {
+          // Reported capable but refused (e.g. too many peers): fall back to host staging.
+          (void)cudaGetLastError();
+          continue;
+        }
+        s.peer[static_cast<std::size_t>(a) * n + b] = 1;
+      }
+  }
+
+  std::shared_ptr<detail::set_state> state_;
+};
+
+}  // namespace strata

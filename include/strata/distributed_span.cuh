@@ -1,0 +1,192 @@
+// distributed_span: the non-owning view of a range partitioned over a device_set's places,
+// which every algorithm takes.
+#pragma once
+
+#include <strata/device_set.cuh>
+#include <strata/error.hpp>
+#include <strata/partition.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+/// One place's share of a distributed range.
+template <class T>
+struct segment {
+  std::size_t place;    ///< index of the place in the device_set
+  int device;           ///< device ordinal holding the elements
+  T* data;              ///< device pointer to the first element (nullptr when count == 0)
+  std::uint64_t count;  ///< number of elements
+  std::uint64_t offset; ///< global index of the first element
+};
+
+/// A segment the user owns, for building a distributed_span over their own buffers.
+template <class T>
+struct user_segment {
+  int device;           ///< device ordinal the buffer lives on
+  T* data;              ///< device (or managed) pointer; may be nullptr only when count == 0
+  std::uint64_t count;  ///< number of elements
+};
+
+/// A non-owning view of a range partitioned over the places of a device_set: one segment per
+/// place, in place order, each on its place's device. Cheap to copy. Build it from a
+/// distributed_vector (implicitly) or from the user's own per-device buffers.
+///
+/// A default-constructed span, or one made from a moved-from vector, has no device_set; every
+/// algorithm rejects it with std::invalid_argument.
+template <class T>
+class distributed_span {
+ public:
+  using value_type = std::remove_cv_t<T>;
+  using element_type = T;
+
+  static_assert(std::is_trivially_copyable_v<value_type>,
+                "strata::distributed_span<T>: T must be trivially copyable (it is copied between devices bytewise)");
+
+  /// A span with no places.
+  distributed_span() = default;
+
+  /// A span over user-owned buffers, one per place of `set`, in place order. Throws
+  /// std::invalid_argument if the number of segments differs from the number of places, a
+  /// segment's device differs from its place's device, a segment with elements has a null
+  /// pointer, or a pointer is not device or managed memory of that device.
+  distributed_span(device_set set, const std::vector<user_segment<T>>& segments) : set_(std::move(set)) {
+    const std::size_t k = set_->size();
+    if (segments.size() != k)
+      throw std::invalid_argument("strata::distributed_span: " + std::to_string(segments.size()) +
+                                  " segments given for a device_set of " + std::to_string(k) + " places");
+    std::vector<std::uint64_t> counts(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      const user_segment<T>& s = segments[i];
+      const std::string where = "strata::distributed_span: segment " + std::to_string(i);
+      if (s.device != set_->device(i))
+        throw std::invalid_argument(where + " is on device " + std::to_string(s.device) + " but place " +
+                                    std::to_string(i) + " is device " + std::to_string(set_->device(i)));
+      if (s.count > 0 && s.data == nullptr)
+        throw std::invalid_argument(where + " has " + std::to_string(s.count) + " elements and a null pointer");
+      if (s.data != nullptr) check_pointer(where, s.device, s.data);
+      counts[i] = s.count;
+    }
+    std::uint64_t n = 0;
+    for (auto c : counts) n += c;
+    partition_ = partition::explicit_sizes(n, counts);
+    data_.reserve(k);
+    for (auto& s : segments) data_.push_back(s.count > 0 ? s.data : nullptr);
+  }
+
+  /// Const view of a non-const span.
+  template <class U, class = std::enable_if_t<std::is_same_v<const U, T> && !std::is_same_v<U, T>>>
+  distributed_span(const distributed_span<U>& other)
+      : set_(other.set_), partition_(other.partition_), data_(other.data_.begin(), other.data_.end()) {}
+
+  /// Internal: a span over a container's layout (used by distributed_vector).
+  distributed_span(device_set set, partition p, std::vector<T*> data)
+      : set_(std::move(set)), partition_(std::move(p)), data_(std::move(data)) {}
+
+  /// Total number of elements.
+  std::uint64_t size() const noexcept { return partition_.size(); }
+  /// True if there are no elements.
+  bool empty() const noexcept { return size() == 0; }
+  /// True if the span has a device_set (is not default-constructed or from a moved-from vector).
+  bool has_places() const noexcept { return set_.has_value(); }
+  /// The device_set. Throws std::invalid_argument if the span has none.
+  const device_set& places() const {
+    if (!set_)
+      throw std::invalid_argument(
+          "strata::distributed_span: the range has no device_set (default-constructed or moved-from container)");
+    return *set_;
+  }
+  /// The layout of the elements over the places.
+  const strata::partition& partition() const noexcept { return partition_; }
+  /// Number of segments (the number of places).
+  std::size_t segment_count() const noexcept { return data_.size(); }
+  /// Segment `i`: place, device, pointer, count, global offset.
+  segment<T> segment_at(std::size_t i) const {
+    return segment<T>{i, places().device(i), data_.at(i), partition_.count(i), partition_.offset(i)};
+  }
+  /// All segments, in place order (empty ones included).
+  std::vector<segment<T>> segments() const {
+    std::vector<segment<T>> s;
+    s.reserve(data_.size());
+    for (std::size_t i = 0; i < data_.size(); ++i) s.push_back(segment_at(i));
+    return s;
+  }
+
+ private:
+  template <class U>
+  friend class distributed_span;
+
+  static void check_pointer(const std::string& where, int device, const void* p) {
+    cudaPointerAttributes attr{};
+    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw std::invalid_argument(where + ": the pointer is not CUDA memory (" + cudaGetErrorString(e) + ")");
+    }
+    if (attr.type == cudaMemoryTypeManaged) return;
+    if (attr.type != cudaMemoryTypeDevice)
+      throw std::invalid_argument(where + ": the pointer is host memory, not device memory of device " +
+                                  std::to_string(device));
+    if (attr.device != device)
+      throw std::invalid_argument(where + ": the pointer is memory of device " + std::to_string(attr.device) +
+                                  ", not of device " + std::to_string(device));
+  }
+
+  std::optional<device_set> set_;
+  strata::partition partition_;
+  std::vector<T*> data_;
+};
+
+template <class T>
+class distributed_vector;
+
+namespace detail {
+
+/// The span of any distributed range argument: a span is itself, a container is viewed whole
+/// (const element type for a const container).
+template <class T>
+distributed_span<T> as_span(const distributed_span<T>& s) {
+  return s;
+}
+template <class T>
+distributed_span<T> as_span(distributed_vector<T>& v) {
+  return v.span();
+}
+template <class T>
+distributed_span<const T> as_span(const distributed_vector<T>& v) {
+  return v.span();
+}
+
+template <class R>
+struct is_distributed_range_impl : std::false_type {};
+template <class T>
+struct is_distributed_range_impl<distributed_span<T>> : std::true_type {};
+template <class T>
+struct is_distributed_range_impl<distributed_vector<T>> : std::true_type {};
+
+}  // namespace detail
+
+/// True for distributed_span and distributed_vector (any cv/ref): what Strata algorithms take.
+template <class R>
+inline constexpr bool is_distributed_range_v =
+    detail::is_distributed_range_impl<std::remove_cv_t<std::remove_reference_t<R>>>::value;
+
+/// The span type an algorithm sees for range argument R.
+template <class R>
+using span_of_t = decltype(detail::as_span(std::declval<R&>()));
+
+/// The element type (without const) of a distributed range.
+template <class R>
+using range_value_t = typename span_of_t<R>::value_type;
+
+}  // namespace strata

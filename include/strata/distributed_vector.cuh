@@ -1,0 +1,247 @@
+// distributed_vector<T>: an owning container of elements partitioned over a device_set's places.
+#pragma once
+
+#include <strata/algorithm/copy.cuh>
+#include <strata/algorithm/transform.cuh>
+#include <strata/detail/memory.cuh>
+#include <strata/device_set.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/error.hpp>
+#include <strata/partition.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+/// Tag asking a container constructor to leave the elements uninitialised (no device work).
+struct no_init_t {
+  explicit constexpr no_init_t() = default;
+};
+/// The no_init tag value.
+inline constexpr no_init_t no_init{};
+
+/// An owning container of `size()` elements of T laid out over the places of a device_set by a
+/// partition: one device allocation per place that owns elements, on that place's device.
+///
+/// Any size is valid, 0 and fewer elements than places included (places then own nothing).
+/// Copying makes an independent deep copy with the same layout; moving is cheap and leaves the
+/// source empty and without places. Destruction frees every segment on its own device.
+/// Views of it (distributed_span, segments()) are invalidated by destruction, move and
+/// assignment from another container.
+template <class T>
+class distributed_vector {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "strata::distributed_vector<T>: T must be trivially copyable (it is copied between devices bytewise)");
+  static_assert(!std::is_const_v<T> && !std::is_volatile_v<T>,
+                "strata::distributed_vector<T>: T must not be const or volatile");
+
+ public:
+  using value_type = T;
+  using size_type = std::uint64_t;
+
+  /// An empty container without places.
+  distributed_vector() = default;
+
+  /// `n` value-initialised elements over `set`, laid out by `policy` (even by default).
+  /// Throws std::invalid_argument for an invalid policy, strata::cuda_error (naming the device)
+  /// if an allocation fails; nothing stays allocated then.
+  distributed_vector(size_type n, device_set set, partition_policy policy = partition_policy::even())
+      : distributed_vector(n, std::move(set), std::move(policy), no_init) {
+    strata::fill(*this, T{});
+  }
+
+  /// `n` elements equal to `value` over `set`, laid out by `policy`. Throws as above.
+  distributed_vector(size_type n, const T& value, device_set set, partition_policy policy = partition_policy::even())
+      : distributed_vector(n, std::move(set), std::move(policy), no_init) {
+    strata::fill(*this, value);
+  }
+
+  /// `n` uninitialised elements over `set`, laid out by `policy`: no device work beyond the
+  /// allocations. Throws as above.
+  distributed_vector(size_type n, device_set set, partition_policy policy, no_init_t)
+      : set_(std::move(set)), partition_(policy.apply(n, set_->size())) {
+    allocate();
+  }
+
+  /// The elements of a host range [first, last), copied over `set` laid out by `policy`.
+  template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
+  distributed_vector(It first, It last, device_set set, partition_policy policy = partition_policy::even())
+      : distributed_vector(static_cast<size_type>(std::distance(first, last)), std::move(set), std::move(policy),
+                           no_init) {
+    assign(first, last);
+  }
+
+  /// The elements of a host vector, copied over `set` laid out by `policy`.
+  distributed_vector(const std::vector<T>& host, device_set set, partition_policy policy = partition_policy::even())
+      : distributed_vector(host.begin(), host.end(), std::move(set), std::move(policy)) {}
+
+  /// Deep copy with the same device_set and partition. Waits for the copy.
+  distributed_vector(const distributed_vector& other) : set_(other.set_), partition_(other.partition_) {
+    if (!set_) return;
+    allocate();
+    strata::copy(other, *this);
+  }
+
+  distributed_vector(distributed_vector&& other) noexcept { swap(other); }
+
+  /// Deep copy assignment (this takes other's layout).
+  distributed_vector& operator=(const distributed_vector& other) {
+    if (this != &other) {
+      distributed_vector tmp(other);
+      swap(tmp);
+    }
+    return *this;
+  }
+  distributed_vector& operator=(distributed_vector&& other) noexcept {
+    if (this != &other) {
+      release();
+      swap(other);
+    }
+    return *this;
+  }
+
+  ~distributed_vector() { release(); }
+
+  /// Number of elements.
+  size_type size() const noexcept { return partition_.size(); }
+  /// True if there are no elements.
+  bool empty() const noexcept { return size() == 0; }
+  /// The device_set. Throws std::invalid_argument for a container without places (default
+  /// constructed or moved from).
+  const device_set& places() const {
+    if (!set_)
+      throw std::invalid_argument("strata::distributed_vector: the container has no device_set (default-constructed or moved-from)");
+    return *set_;
+  }
+  /// The layout of the elements over the places.
+  const strata::partition& partition() const noexcept { return partition_; }
+  /// The segments: place, device, pointer, count and global offset of each place's share.
+  std::vector<segment<T>> segments() { return span().segments(); }
+  /// The segments, read-only.
+  std::vector<segment<const T>> segments() const { return span().segments(); }
+
+  /// A view of the whole container.
+  distributed_span<T> span() {
+    if (!set_) return {};
+    return distributed_span<T>(*set_, partition_, data_);
+  }
+  /// A read-only view of the whole container.
+  distributed_span<const T> span() const {
+    if (!set_) return {};
+    return distributed_span<const T>(*set_, partition_, std::vector<const T*>(data_.begin(), data_.end()));
+  }
+  operator distributed_span<T>() { return span(); }
+  operator distributed_span<const T>() const { return span(); }
+
+  /// Copies the elements to host memory at `dst` (room for size() elements) and waits.
+  void copy_to_host(T* dst) const { strata::copy_to_host(*this, dst); }
+  /// The elements as a host vector.
+  std::vector<T> to_std_vector() const {
+    std::vector<T> h(static_cast<std::size_t>(size()));
+    if (!h.empty()) copy_to_host(h.data());
+    return h;
+  }
+
+  /// Replaces the elements with those of the host range [first, last), whose length must
+  /// equal size() (the layout does not change). Throws std::invalid_argument otherwise.
+  template <class It>
+  void assign(It first, It last) {
+    const auto n = static_cast<size_type>(std::distance(first, last));
+    if (n != size())
+      throw std::invalid_argument("strata::distributed_vector::assign: the host range has " + std::to_string(n) +
+                                  " elements but the container has " + std::to_string(size()));
+    if (n == 0) return;
+    if constexpr (std::is_pointer_v<It> || std::is_same_v<It, typename std::vector<T>::const_iterator> ||
+                  std::is_same_v<It, typename std::vector<T>::iterator>) {
+      strata::copy_from_host(&*first, *this);
+    } else {
+      std::vector<T> staged(first, last);
+      strata::copy_from_host(staged.data(), *this);
+    }
+  }
+  /// Replaces the elements with those of `host` (same size required).
+  distributed_vector& operator=(const std::vector<T>& host) {
+    assign(host.begin(), host.end());
+    return *this;
+  }
+
+  /// Element `i` (global index), read from its device; waits. Throws std::out_of_range if
+  /// `i >= size()`.
+  T get(size_type i) const {
+    const auto [place, local] = locate("get", i);
+    T v;
+    const place_state_ref p = place_ref(place);
+    detail::device_guard g(p.device);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, data_[place] + local, sizeof(T), cudaMemcpyDeviceToHost, p.stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream));
+    return v;
+  }
+  /// Writes element `i` (global index) on its device; waits. Throws std::out_of_range if
+  /// `i >= size()`.
+  void set(size_type i, const T& value) {
+    const auto [place, local] = locate("set", i);
+    const place_state_ref p = place_ref(place);
+    detail::device_guard g(p.device);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(data_[place] + local, &value, sizeof(T), cudaMemcpyHostToDevice, p.stream));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream));
+  }
+
+  /// Exchanges contents and layouts with `other`.
+  void swap(distributed_vector& other) noexcept {
+    std::swap(set_, other.set_);
+    std::swap(partition_, other.partition_);
+    std::swap(data_, other.data_);
+  }
+
+ private:
+  struct place_state_ref {
+    int device;
+    cudaStream_t stream;
+  };
+  place_state_ref place_ref(std::size_t i) const { return {set_->device(i), set_->stream(i)}; }
+
+  std::pair<std::size_t, size_type> locate(const char* what, size_type i) const {
+    if (i >= size())
+      throw std::out_of_range(std::string("strata::distributed_vector::") + what + ": index " + std::to_string(i) +
+                              " is out of range for " + std::to_string(size()) + " elements");
+    const std::size_t place = partition_.owner(i);
+    return {place, i - partition_.offset(place)};
+  }
+
+  // One allocation per place that owns elements, each on its own device; on failure the ones
+  // already made are freed before the exception leaves.
+  void allocate() {
+    data_.assign(partition_.places(), nullptr);
+    try {
+      for (std::size_t i = 0; i < partition_.places(); ++i)
+        data_[i] = static_cast<T*>(detail::device_allocate(set_->device(i), partition_.count(i) * sizeof(T)));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+
+  void release() noexcept {
+    if (set_) {
+      for (std::size_t i = 0; i < data_.size(); ++i) detail::device_free(set_->device(i), data_[i]);
+    }
+    data_.clear();
+    set_.reset();
+    partition_ = strata::partition();
+  }
+
+  std::optional<device_set> set_;
+  strata::partition partition_;
+  std::vector<T*> data_;
+};
+
+}  // namespace strata

@@ -1,0 +1,14 @@
+// Strata: multi-GPU parallel primitives. The umbrella header: everything public.
+#pragma once
+
+#include <strata/version.hpp>
+#include <strata/error.hpp>
+#include <strata/partition.hpp>
+#include <strata/device_set.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/distributed_vector.cuh>
+#include <strata/future.cuh>
+#include <strata/algorithm/copy.cuh>
+#include <strata/algorithm/reduce.cuh>
+#include <strata/algorithm/scan.cuh>
+#include <strata/algorithm/transform.cuh>

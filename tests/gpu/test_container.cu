@@ -1,0 +1,188 @@
+// distributed_vector and distributed_span on real devices: round trips, element access at
+// segment boundaries, deep copy, move, user-owned segments, and a vector over 2^31 elements.
+#include "test_util.cuh"
+
+#include <numeric>
+
+using namespace strata_test;
+
+TEST(Container, RoundTripsOnEverySetAndSize) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto h = random_vector<std::int32_t>(n, seed);
+      strata::distributed_vector<std::int32_t> v(h, s.set);
+      EXPECT_EQ(v.size(), n);
+      EXPECT_EQ(v.empty(), n == 0);
+      EXPECT_EQ(v.places(), s.set);
+      EXPECT_EQ(v.partition(), strata::partition::even(n, s.set.size()));
+      EXPECT_EQ(v.to_std_vector(), h);
+    }
+}
+
+TEST(Container, FillConstructorsAndValueInit) {
+  for (const auto& s : sets()) {
+    SCOPED_TRACE(s.name);
+    strata::distributed_vector<double> a(1237, 2.5, s.set);
+    EXPECT_EQ(a.to_std_vector(), std::vector<double>(1237, 2.5));
+    strata::distributed_vector<std::int64_t> b(999, s.set);
+    EXPECT_EQ(b.to_std_vector(), std::vector<std::int64_t>(999, 0));
+  }
+}
+
+TEST(Container, SegmentsDescribeTheLayout) {
+  const auto set = strata::device_set::repeat(0, 3);
+  strata::distributed_vector<float> v(10, 1.0f, set, strata::partition_policy::explicit_sizes({4, 0, 6}));
+  const auto segs = v.segments();
+  ASSERT_EQ(segs.size(), 3u);
+  EXPECT_EQ(segs[0].count, 4u);
+  EXPECT_EQ(segs[0].offset, 0u);
+  EXPECT_EQ(segs[1].count, 0u);
+  EXPECT_EQ(segs[1].data, nullptr);
+  EXPECT_EQ(segs[2].offset, 4u);
+  EXPECT_EQ(segs[2].count, 6u);
+  for (const auto& s : segs) {
+    EXPECT_EQ(s.device, 0);
+    EXPECT_EQ(s.place, &s - segs.data());
+  }
+}
+
+TEST(Container, GetAndSetAtSegmentBoundaries) {
+  for (const auto& s : sets()) {
+    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1009}}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      auto h = random_vector<std::int64_t>(n, seed);
+      strata::distributed_vector<std::int64_t> v(h, s.set, strata::partition_policy::weighted(std::vector<double>(s.set.size(), 1.0)));
+      std::vector<std::uint64_t> probes;
+      for (const auto& seg : v.segments())
+        if (seg.count > 0) {
+          probes.push_back(seg.offset);
+          probes.push_back(seg.offset + seg.count - 1);
+        }
+      for (std::uint64_t i : probes) {
+        EXPECT_EQ(v.get(i), h[i]) << "index " << i;
+        v.set(i, -static_cast<std::int64_t>(i) - 7);
+        h[i] = -static_cast<std::int64_t>(i) - 7;
+      }
+      EXPECT_EQ(v.to_std_vector(), h);
+      EXPECT_THROW(v.get(n), std::out_of_range);
+      EXPECT_THROW(v.set(n + 5, 1), std::out_of_range);
+    }
+  }
+}
+
+TEST(Container, DeepCopyIsIndependentAndMoveIsCheap) {
+  for (const auto& s : sets()) {
+    SCOPED_TRACE(s.name);
+    const auto h = random_vector<float>(4099, fresh_seed());
+    strata::distributed_vector<float> a(h, s.set);
+    strata::distributed_vector<float> b(a);
+    EXPECT_EQ(b.partition(), a.partition());
+    for (std::size_t i = 0; i < a.segments().size(); ++i)
+      if (a.segments()[i].count) EXPECT_NE(a.segments()[i].data, b.segments()[i].data);
+    a.set(0, -1.0f);
+    a.set(4098, -2.0f);
+    EXPECT_EQ(b.to_std_vector(), h);
+    const auto before = b.segments();
+    strata::distributed_vector<float> c(std::move(b));
+    EXPECT_EQ(c.segments()[0].data, before[0].data);
+    EXPECT_EQ(c.to_std_vector(), h);
+    EXPECT_EQ(b.size(), 0u);
+    EXPECT_THROW(b.places(), std::invalid_argument);
+    EXPECT_THROW(strata::reduce(b), std::invalid_argument);
+    b = c;  // a moved-from container can be assigned again
+    EXPECT_EQ(b.to_std_vector(), h);
+  }
+}
+
+TEST(Container, AssignFromHostChecksTheSize) {
+  const auto set = strata::device_set::repeat(0, 4);
+  strata::distributed_vector<int> v(100, set);
+  std::vector<int> h(100);
+  std::iota(h.begin(), h.end(), 3);
+  v = h;
+  EXPECT_EQ(v.to_std_vector(), h);
+  EXPECT_THROW(v = std::vector<int>(99), std::invalid_argument);
+  EXPECT_EQ(v.to_std_vector(), h);  // nothing was written
+}
+
+TEST(Container, UserOwnedSegmentsThroughSpan) {
+  const auto set = strata::device_set::repeat(0, 3);
+  const std::vector<std::uint64_t> counts = {5, 0, 1000};
+  std::vector<int*> bufs(3, nullptr);
+  for (std::size_t i = 0; i < 3; ++i)
+    if (counts[i]) ASSERT_EQ(cudaMalloc(&bufs[i], counts[i] * sizeof(int)), cudaSuccess);
+  std::vector<int> all(1005);
+  std::iota(all.begin(), all.end(), -500);
+  ASSERT_EQ(cudaMemcpy(bufs[0], all.data(), 5 * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(bufs[2], all.data() + 5, 1000 * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+
+  strata::distributed_span<int> span(set, {{0, bufs[0], 5}, {0, nullptr, 0}, {0, bufs[2], 1000}});
+  EXPECT_EQ(span.size(), 1005u);
+  EXPECT_EQ(span.segment_at(2).offset, 5u);
+  EXPECT_EQ(strata::reduce(span), std::accumulate(all.begin(), all.end(), 0));
+  strata::distributed_vector<int> copy(1005, set);
+  strata::copy(span, copy);
+  EXPECT_EQ(copy.to_std_vector(), all);
+
+  // Validation: wrong count of segments, wrong device, null pointer with elements, host memory.
+  EXPECT_THROW(strata::distributed_span<int>(set, {{0, bufs[0], 5}}), std::invalid_argument);
+  EXPECT_THROW(strata::distributed_span<int>(set, {{0, bufs[0], 5}, {0, nullptr, 3}, {0, bufs[2], 1}}),
+               std::invalid_argument);
+  EXPECT_THROW(strata::distributed_span<int>(set, {{1, bufs[0], 5}, {0, nullptr, 0}, {0, bufs[2], 1}}),
+               std::invalid_argument);
+  EXPECT_THROW(strata::distributed_span<int>(set, {{0, all.data(), 5}, {0, nullptr, 0}, {0, bufs[2], 1}}),
+               std::invalid_argument);
+  for (int* p : bufs) cudaFree(p);
+}
+
+TEST(Container, MoreThan2To31Elements) {
+  const std::uint64_t n = (1ull << 31) + 12345;
+  for (std::size_t k : {1, 3}) {
+    const auto set = strata::device_set::repeat(0, k);
+    std::vector<std::uint8_t> h(n);
+    std::mt19937_64 g(fresh_seed());
+    for (auto& x : h) x = static_cast<std::uint8_t>(g());
+    strata::distributed_vector<std::uint8_t> v(h, set);
+    EXPECT_EQ(v.get(n - 1), h[n - 1]);
+    EXPECT_EQ(v.get(1ull << 31), h[1ull << 31]);
+    const auto back = v.to_std_vector();
+    EXPECT_TRUE(back == h) << k << " places";
+  }
+}
+
+TEST(DeviceSet, PlacesStreamsAndPeerMatrix) {
+  const auto set = strata::device_set::repeat(0, 4);
+  EXPECT_EQ(set.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(set.device(i), 0);
+    for (std::size_t j = 0; j < 4; ++j) EXPECT_TRUE(set.direct_access(i, j));  // one device
+    for (std::size_t j = 0; j < i; ++j) EXPECT_NE(set.stream(i), set.stream(j));
+  }
+  EXPECT_THROW(set.device(4), std::out_of_range);
+  strata::device_set_options o;
+  o.force_host_staging = true;
+  const auto staged = strata::device_set::repeat(0, 2, o);
+  EXPECT_FALSE(staged.direct_access(0, 1));
+  EXPECT_TRUE(staged.direct_access(1, 1));
+  const auto all = strata::device_set::all();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    for (std::size_t j = 0; j < all.size(); ++j) {
+      int can = 0;
+      ASSERT_EQ(cudaDeviceCanAccessPeer(&can, all.device(i), all.device(j)), cudaSuccess);
+      if (i != j) EXPECT_EQ(all.peer_access_enabled(all.device(i), all.device(j)), can != 0);
+    }
+}
+
+TEST(DeviceSet, GuardRestoresTheCallersDevice) {
+  int before = -1;
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  const auto set = strata::device_set::all();
+  strata::distributed_vector<int> v(1000, 1, set);
+  (void)strata::reduce(v);
+  int after = -1;
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(before, after);
+}

@@ -1,0 +1,245 @@
+// The reduce family against host references, typed over the value types, on every place
+// configuration and size (tests/gpu/test_util.cuh).
+#include "test_util.cuh"
+
+#include <algorithm>
+#include <limits>
+
+using namespace strata_test;
+
+template <class T>
+class ReduceTyped : public ::testing::Test {};
+using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
+TYPED_TEST_SUITE(ReduceTyped, ValueTypes);
+
+template <class T>
+double host_sum(const std::vector<T>& h) {
+  if constexpr (std::is_unsigned_v<T>) {
+    T s = 0;
+    for (T x : h) s = static_cast<T>(s + x);
+    return static_cast<double>(s);
+  } else {
+    long double s = 0;
+    for (T x : h) s += x;
+    return static_cast<double>(s);
+  }
+}
+
+struct greater_than_half {
+  template <class T>
+  __host__ __device__ bool operator()(const T& x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return x > T(0.5);
+    else if constexpr (std::is_signed_v<T>)
+      return x > 0;
+    else
+      return (x & 1u) != 0;
+  }
+};
+
+// Functors rather than lambdas: nvcc does not allow extended lambdas inside gtest's (private)
+// test bodies.
+struct square_to_double {
+  template <class T>
+  __host__ __device__ double operator()(T x) const {
+    return static_cast<double>(x) * static_cast<double>(x);
+  }
+};
+struct multiply_to_double {
+  template <class T>
+  __host__ __device__ double operator()(T x, T y) const {
+    return static_cast<double>(x) * static_cast<double>(y);
+  }
+};
+struct widen_u64 {
+  __host__ __device__ std::uint64_t operator()(std::uint8_t x) const { return x; }
+};
+
+TYPED_TEST(ReduceTyped, SumReduceAndInit) {
+  using T = TypeParam;
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto h = random_vector<T>(n, seed);
+      strata::distributed_vector<T> v(h, s.set);
+      expect_value(strata::reduce(v), host_sum(h), n, "reduce(r)");
+      const T init = T(3);
+      if constexpr (std::is_unsigned_v<T>)
+        EXPECT_EQ(strata::reduce(v, init, cuda::std::plus<>{}), static_cast<T>(static_cast<T>(host_sum(h)) + 3u));
+      else
+        expect_value(strata::reduce(v, init, cuda::std::plus<>{}), host_sum(h) + 3, n, "reduce(r, 3, plus)");
+      auto f = strata::reduce_async(v);
+      f.wait();
+      EXPECT_TRUE(f.ready());
+      expect_value(f.get(), host_sum(h), n, "reduce_async");
+      EXPECT_FALSE(f.valid());
+    }
+}
+
+TYPED_TEST(ReduceTyped, MaxAsReduceAndCountFamily) {
+  using T = TypeParam;
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto h = random_vector<T>(n, seed);
+      strata::distributed_vector<T> v(h, s.set);
+      const T lowest = std::numeric_limits<T>::lowest();
+      const T want_max = h.empty() ? lowest : *std::max_element(h.begin(), h.end());
+      EXPECT_EQ(strata::reduce(v, lowest, cuda::maximum<>{}), want_max);
+
+      const T probe = h.empty() ? T(1) : h[n / 2];
+      EXPECT_EQ(strata::count(v, probe), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), probe)));
+      const auto pred = greater_than_half{};
+      const auto c = static_cast<std::uint64_t>(std::count_if(h.begin(), h.end(), [&](T x) { return pred(x); }));
+      EXPECT_EQ(strata::count_if(v, pred), c);
+      EXPECT_EQ(strata::all_of(v, pred), c == n);
+      EXPECT_EQ(strata::any_of(v, pred), c > 0);
+      EXPECT_EQ(strata::none_of(v, pred), c == 0);
+    }
+}
+
+TYPED_TEST(ReduceTyped, MinMaxElementsFirstOccurrence) {
+  using T = TypeParam;
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      auto h = random_vector<T>(n, seed);
+      // Few distinct values, so ties (within and across segments) are the norm.
+      for (auto& x : h) x = static_cast<T>(static_cast<std::int64_t>(std::fabs(static_cast<double>(x)) * 7) % 5);
+      strata::distributed_vector<T> v(h, s.set);
+      const auto mn = strata::min_element(v);
+      const auto mx = strata::max_element(v);
+      const auto mm = strata::minmax(v);
+      if (n == 0) {
+        EXPECT_EQ(mn.index, 0u);
+        EXPECT_EQ(mx.index, 0u);
+        EXPECT_EQ(mm.min.index, 0u);
+        EXPECT_EQ(mm.max.index, 0u);
+        continue;
+      }
+      const auto want_min = static_cast<std::uint64_t>(std::min_element(h.begin(), h.end()) - h.begin());
+      const auto want_max = static_cast<std::uint64_t>(std::max_element(h.begin(), h.end()) - h.begin());
+      const auto want_mm = std::minmax_element(h.begin(), h.end());
+      EXPECT_EQ(mn.index, want_min);
+      EXPECT_EQ(mn.value, h[want_min]);
+      EXPECT_EQ(mx.index, want_max);
+      EXPECT_EQ(mx.value, h[want_max]);
+      EXPECT_EQ(mm.min.index, static_cast<std::uint64_t>(want_mm.first - h.begin()));
+      EXPECT_EQ(mm.max.index, static_cast<std::uint64_t>(want_mm.second - h.begin()));
+      EXPECT_EQ(mm.max.value, *want_mm.second);
+      const auto mx_greater = strata::max_element(v, cuda::std::greater<>{});  // the first smallest
+      EXPECT_EQ(mx_greater.index, want_min);
+    }
+}
+
+TYPED_TEST(ReduceTyped, TransformReduceAndDot) {
+  using T = TypeParam;
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto a = random_vector<T>(n, seed);
+      const auto b = random_vector<T>(n, seed + 1);
+      strata::distributed_vector<T> va(a, s.set), vb(b, s.set);
+      // Accumulate in double: sum of squares and dot product.
+      long double sq = 0, dot = 0;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        sq += static_cast<long double>(a[i]) * a[i];
+        dot += static_cast<long double>(a[i]) * b[i];
+      }
+      const square_to_double square{};
+      const double got_sq = strata::transform_reduce(va, 0.0, cuda::std::plus<>{}, square);
+      EXPECT_NEAR(got_sq, static_cast<double>(sq), 1e-9 * std::max(1.0L, std::fabs(sq)));
+      const multiply_to_double mul{};
+      const double got_dot = strata::transform_reduce(va, vb, 0.0, cuda::std::plus<>{}, mul);
+      EXPECT_NEAR(got_dot, static_cast<double>(dot), 1e-9 * std::max(1.0L, std::fabs(dot)));
+      EXPECT_TRUE(strata::equal(va, va));
+      if (n > 0) {
+        strata::distributed_vector<T> vc(va);
+        vc.set(n - 1, static_cast<T>(a[n - 1] + T(1)));
+        EXPECT_FALSE(strata::equal(va, vc));
+      }
+    }
+}
+
+TEST(Reduce, CustomStructMinMax) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto lo = random_vector<float>(n, seed);
+      std::vector<range2> h(n);
+      for (std::uint64_t i = 0; i < n; ++i) h[i] = {lo[i], lo[i] + 1.0f};
+      strata::distributed_vector<range2> v(h, s.set);
+      const range2 init{1e30f, -1e30f};
+      range2 want = init;
+      for (const auto& x : h) want = range2_merge{}(want, x);
+      const range2 got = strata::reduce(v, init, range2_merge{});
+      EXPECT_EQ(got.lo, want.lo);
+      EXPECT_EQ(got.hi, want.hi);
+    }
+}
+
+TEST(Reduce, ManyAsyncCallsInFlight) {
+  const auto set = strata::device_set::repeat(0, 4);
+  const auto h = random_vector<std::int64_t>(100003, fresh_seed());
+  strata::distributed_vector<std::int64_t> v(h, set);
+  const double want = host_sum(h);
+  std::vector<strata::future<std::int64_t>> fs;
+  for (int i = 0; i < 100; ++i) fs.push_back(strata::reduce_async(v, std::int64_t{i}, cuda::std::plus<>{}));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(fs[static_cast<std::size_t>(i)].get(), static_cast<std::int64_t>(want) + i);
+}
+
+TEST(Reduce, SteadyStateAllocatesNothing) {
+  const auto set = strata::device_set::repeat(0, 4);
+  strata::distributed_vector<float> v(1 << 20, 1.0f, set);
+  (void)strata::reduce(v);  // warm: temp storage, merge workspace, result slots
+  (void)strata::min_element(v);
+  const auto& c = strata::detail::counters();
+  const auto dev = c.device_allocs.load(), host = c.host_allocs.load();
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(strata::reduce(v), float(1 << 20));
+    (void)strata::min_element(v);
+  }
+  EXPECT_EQ(c.device_allocs.load(), dev);
+  EXPECT_EQ(c.host_allocs.load(), host);
+}
+
+TEST(Reduce, MismatchedRangesThrowBeforeDeviceWork) {
+  const auto set = strata::device_set::repeat(0, 3);
+  strata::distributed_vector<int> a(10, 1, set), b(11, 1, set);
+  strata::distributed_vector<int> c(10, 1, set, strata::partition_policy::explicit_sizes({10, 0, 0}));
+  EXPECT_THROW(strata::transform_reduce(a, b, 0, cuda::std::plus<>{}, cuda::std::multiplies<>{}), std::invalid_argument);
+  EXPECT_THROW(strata::equal(a, b), std::invalid_argument);
+  try {
+    (void)strata::transform_reduce(a, c, 0, cuda::std::plus<>{}, cuda::std::multiplies<>{});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("partitioned differently"), std::string::npos) << e.what();
+  }
+  strata::distributed_vector<int> d(10, 1, strata::device_set::repeat(0, 3));
+  EXPECT_THROW(strata::equal(a, d), std::invalid_argument);  // another device_set
+  EXPECT_THROW(strata::reduce(strata::distributed_span<int>{}), std::invalid_argument);
+}
+
+TEST(Reduce, MoreThan2To31Elements) {
+  const std::uint64_t n = (1ull << 31) + 77;
+  const auto set = strata::device_set::repeat(0, 3);
+  std::vector<std::uint8_t> h(n);
+  std::mt19937_64 g(fresh_seed());
+  std::uint64_t want = 0;
+  for (auto& x : h) {
+    x = static_cast<std::uint8_t>(g());
+    want += x;
+  }
+  strata::distributed_vector<std::uint8_t> v(h, set);
+  const widen_u64 widen{};
+  EXPECT_EQ(strata::transform_reduce(v, std::uint64_t{0}, cuda::std::plus<>{}, widen), want);
+  // One place holding all of it: a single segment over 2^31 elements.
+  strata::distributed_vector<std::uint8_t> one(h, strata::device_set::repeat(0, 1));
+  EXPECT_EQ(strata::transform_reduce(one, std::uint64_t{0}, cuda::std::plus<>{}, widen), want);
+  EXPECT_EQ(strata::count(one, std::uint8_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
+}

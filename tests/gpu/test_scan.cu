@@ -1,0 +1,166 @@
+// The scan family against host references: typed sums, a non-commutative operator (2x2
+// matrix product mod 2^32), transform scans, in place, and a scan over 2^31 elements.
+#include "test_util.cuh"
+
+using namespace strata_test;
+
+template <class T>
+class ScanTyped : public ::testing::Test {};
+using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
+TYPED_TEST_SUITE(ScanTyped, ValueTypes);
+
+// Compares a scan's output element by element (exact for integers, relative for floating).
+template <class T>
+void expect_prefix(const std::vector<T>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  std::uint64_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    bool ok;
+    if constexpr (std::is_floating_point_v<T>)
+      ok = std::fabs(static_cast<double>(got[i]) - want[i]) <= 2e-5 * std::max(1.0, std::fabs(want[i]));
+    else
+      ok = got[i] == static_cast<T>(want[i]);
+    if (!ok && bad++ < 5) ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", want " << want[i];
+  }
+  EXPECT_EQ(bad, 0u) << what;
+}
+
+template <class T>
+std::vector<double> host_scan(const std::vector<T>& h, bool exclusive, double init) {
+  std::vector<double> r(h.size());
+  if constexpr (std::is_unsigned_v<T>) {
+    T acc = static_cast<T>(init);
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      if (exclusive) r[i] = acc;
+      acc = static_cast<T>(acc + h[i]);
+      if (!exclusive) r[i] = acc;
+    }
+  } else {
+    long double acc = init;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      if (exclusive) r[i] = static_cast<double>(acc);
+      acc += h[i];
+      if (!exclusive) r[i] = static_cast<double>(acc);
+    }
+  }
+  return r;
+}
+
+struct twice {
+  template <class T>
+  __host__ __device__ T operator()(T x) const {
+    return static_cast<T>(x + x);
+  }
+};
+
+TYPED_TEST(ScanTyped, InclusiveAndExclusiveSums) {
+  using T = TypeParam;
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto h = random_vector<T>(n, seed);
+      strata::distributed_vector<T> in(h, s.set), out(n, s.set);
+      poison(out);
+      strata::inclusive_scan(in, out);
+      expect_prefix(out.to_std_vector(), host_scan(h, false, 0), "inclusive_scan");
+      poison(out);
+      strata::exclusive_scan(in, out, T(5));
+      expect_prefix(out.to_std_vector(), host_scan(h, true, 5), "exclusive_scan");
+
+      std::vector<T> h2(h);
+      for (auto& x : h2) x = twice{}(x);
+      poison(out);
+      strata::transform_inclusive_scan(in, out, cuda::std::plus<>{}, twice{});
+      expect_prefix(out.to_std_vector(), host_scan(h2, false, 0), "transform_inclusive_scan");
+      poison(out);
+      strata::transform_exclusive_scan(in, out, T(1), cuda::std::plus<>{}, twice{});
+      expect_prefix(out.to_std_vector(), host_scan(h2, true, 1), "transform_exclusive_scan");
+
+      strata::inclusive_scan(in, in);  // in place
+      expect_prefix(in.to_std_vector(), host_scan(h, false, 0), "in-place inclusive_scan");
+    }
+}
+
+// 2x2 matrices of uint32 multiplied mod 2^32: associative, not commutative, exact.
+struct mat2 {
+  std::uint32_t a, b, c, d;
+  friend bool operator==(const mat2& x, const mat2& y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
+};
+struct mat2_mul {
+  __host__ __device__ mat2 operator()(const mat2& x, const mat2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+  }
+};
+static_assert(!strata::is_commutative<mat2_mul>::value);
+
+TEST(Scan, NonCommutativeOperatorKeepsOrder) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : {0ull, 1ull, 2ull, 3ull, 7ull, 1009ull, 65537ull, 1000003ull}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      std::mt19937_64 g(seed);
+      std::vector<mat2> h(n);
+      for (auto& m : h) m = {static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()),
+                             static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g())};
+      strata::distributed_vector<mat2> in(h, s.set), out(n, s.set);
+      poison(out);
+      strata::inclusive_scan(in, out, mat2_mul{});
+      std::vector<mat2> want(n);
+      mat2 acc{1, 0, 0, 1};
+      for (std::uint64_t i = 0; i < n; ++i) want[i] = acc = mat2_mul{}(acc, h[i]);
+      EXPECT_TRUE(out.to_std_vector() == want) << "inclusive";
+      poison(out);
+      const mat2 init{3, 1, 4, 1};
+      strata::exclusive_scan(in, out, init, mat2_mul{});
+      acc = init;
+      for (std::uint64_t i = 0; i < n; ++i) {
+        want[i] = acc;
+        acc = mat2_mul{}(acc, h[i]);
+      }
+      EXPECT_TRUE(out.to_std_vector() == want) << "exclusive";
+    }
+}
+
+TEST(Scan, UnevenAndEmptySegments) {
+  const auto set = strata::device_set::repeat(0, 5);
+  const auto h = random_vector<std::int64_t>(1000, fresh_seed());
+  for (const auto& sizes : std::vector<std::vector<std::uint64_t>>{{0, 0, 1000, 0, 0}, {1, 0, 0, 0, 999}, {0, 500, 0, 500, 0}, {997, 1, 1, 1, 0}}) {
+    strata::distributed_vector<std::int64_t> in(h, set, strata::partition_policy::explicit_sizes(sizes));
+    strata::distributed_vector<std::int64_t> out(1000, set, strata::partition_policy::explicit_sizes(sizes));
+    poison(out);
+    strata::exclusive_scan(in, out, std::int64_t{-3});
+    expect_prefix(out.to_std_vector(), host_scan(h, true, -3), "exclusive, uneven");
+    poison(out);
+    strata::inclusive_scan(in, out, cuda::std::plus<>{}, strata::nosync);
+    set.synchronize();
+    expect_prefix(out.to_std_vector(), host_scan(h, false, 0), "inclusive nosync, uneven");
+  }
+}
+
+TEST(Scan, MismatchedLayoutsThrowBeforeDeviceWork) {
+  const auto set = strata::device_set::repeat(0, 2);
+  strata::distributed_vector<int> in(10, 1, set), shorter(9, 7, set);
+  strata::distributed_vector<int> other(10, 7, set, strata::partition_policy::explicit_sizes({1, 9}));
+  EXPECT_THROW(strata::inclusive_scan(in, shorter), std::invalid_argument);
+  EXPECT_THROW(strata::exclusive_scan(in, other, 0), std::invalid_argument);
+  EXPECT_EQ(other.to_std_vector(), std::vector<int>(10, 7));
+}
+
+TEST(Scan, MoreThan2To31Elements) {
+  const std::uint64_t n = (1ull << 31) + 1001;
+  const auto set = strata::device_set::repeat(0, 2);
+  std::vector<std::uint8_t> h(n);
+  std::mt19937_64 g(fresh_seed());
+  for (auto& x : h) x = static_cast<std::uint8_t>(g());
+  strata::distributed_vector<std::uint8_t> v(h, set);
+  strata::inclusive_scan(v, v);  // in place, wraps mod 256
+  const auto got = v.to_std_vector();
+  std::uint8_t acc = 0;
+  std::uint64_t bad = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    acc = static_cast<std::uint8_t>(acc + h[i]);
+    if (got[i] != acc && bad++ < 5) ADD_FAILURE() << "element " << i;
+  }
+  EXPECT_EQ(bad, 0u);
+}

@@ -1,0 +1,112 @@
+// Shared helpers of the GPU tests: the place configurations, the sizes, random data with fresh
+// seeds, poisoning, and tolerances.
+#pragma once
+
+#include <strata/strata.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace strata_test {
+
+/// A device_set under test and a name for failure messages.
+struct named_set {
+  std::string name;
+  strata::device_set set;
+};
+
+/// 1, 2, 3, 4 and 8 places on device 0, 4 places with host staging forced (the fallback merge
+/// path), and every GPU of the machine.
+inline const std::vector<named_set>& sets() {
+  static const std::vector<named_set> s = [] {
+    std::vector<named_set> v;
+    for (std::size_t k : {1, 2, 3, 4, 8}) v.push_back({std::to_string(k) + " places on GPU 0", strata::device_set::repeat(0, k)});
+    strata::device_set_options staged;
+    staged.force_host_staging = true;
+    v.push_back({"4 places on GPU 0, host staging", strata::device_set::repeat(0, 4, staged)});
+    v.push_back({"all " + std::to_string(strata::visible_device_count()) + " GPUs", strata::device_set::all()});
+    return v;
+  }();
+  return s;
+}
+
+/// 0, 1, 2, fewer than places, small primes, a size just past a power of two, ~10^7 (prime).
+inline const std::vector<std::uint64_t>& sizes() {
+  static const std::vector<std::uint64_t> s = {0, 1, 2, 3, 7, 1009, 65537, 1000003, 10000019};
+  return s;
+}
+
+inline std::uint64_t fresh_seed() {
+  static std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+/// Random values suited to exact or well-conditioned checks: small signed integers (sums of
+/// 10^7 of them fit in 32 bits), unsigned integers wrap (defined), floats in [0, 1).
+template <class T>
+std::vector<T> random_vector(std::uint64_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::vector<T> v(n);
+  if constexpr (std::is_floating_point_v<T>) {
+    std::uniform_real_distribution<double> d(0.0, 1.0);
+    for (auto& x : v) x = static_cast<T>(d(g));
+  } else if constexpr (std::is_signed_v<T>) {
+    std::uniform_int_distribution<int> d(-100, 100);
+    for (auto& x : v) x = static_cast<T>(d(g));
+  } else {
+    for (auto& x : v) x = static_cast<T>(g());
+  }
+  return v;
+}
+
+/// Fills a container with a byte pattern no algorithm produces by accident, so an element the
+/// algorithm failed to write is caught.
+template <class T>
+void poison(strata::distributed_vector<T>& v) {
+  for (auto& s : v.segments())
+    if (s.count > 0) ASSERT_EQ(cudaMemset(s.data, 0xA5, s.count * sizeof(T)), cudaSuccess);
+}
+
+template <class T>
+T poison_value() {
+  T v;
+  std::memset(&v, 0xA5, sizeof(T));
+  return v;
+}
+
+/// Relative tolerance of a floating sum of n terms of one sign.
+inline double sum_tolerance(std::uint64_t n) { return 1e-6 + 1e-7 * std::log2(static_cast<double>(n) + 2); }
+
+template <class T>
+void expect_value(T got, double want, std::uint64_t n, const std::string& what) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const double tol = sum_tolerance(n) * std::max(1.0, std::fabs(want));
+    EXPECT_NEAR(static_cast<double>(got), want, tol) << what;
+  } else {
+    EXPECT_EQ(got, static_cast<T>(want)) << what;
+  }
+}
+
+/// The trace every check carries: which set, which size, which seed.
+inline std::string where(const named_set& s, std::uint64_t n, std::uint64_t seed) {
+  return s.name + ", n=" + std::to_string(n) + ", seed=" + std::to_string(seed);
+}
+
+/// {float lo, hi}: the custom trivially copyable type of the typed tests, with min/max ops.
+struct range2 {
+  float lo, hi;
+};
+struct range2_merge {
+  __host__ __device__ range2 operator()(const range2& a, const range2& b) const {
+    return {a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi};
+  }
+};
+
+}  // namespace strata_test

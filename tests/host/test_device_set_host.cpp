@@ -1,0 +1,48 @@
+// device_set creation where the machine may have no GPU (CI): errors must be clear and typed.
+// On a GPU machine the same tests check the positive side.
+#include <strata/device_set.cuh>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+TEST(DeviceSetHost, EmptyListIsRejected) {
+  try {
+    strata::device_set s(std::vector<int>{});
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("list of devices is empty"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(strata::device_set::repeat(0, 0), std::invalid_argument);
+  EXPECT_THROW(strata::device_set::repeat(0, 65), std::invalid_argument);
+}
+
+TEST(DeviceSetHost, OrdinalOutOfRangeNamesOrdinalAndCount) {
+  const int n = strata::visible_device_count();
+  try {
+    strata::device_set s{n};
+    FAIL() << "no exception";
+  } catch (const std::out_of_range& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("device ordinal " + std::to_string(n) + " is out of range"), std::string::npos) << w;
+    EXPECT_NE(w.find(std::to_string(n) + " CUDA device"), std::string::npos) << w;
+  }
+  EXPECT_THROW((strata::device_set{-1}), std::out_of_range);
+}
+
+TEST(DeviceSetHost, AllOnThisMachine) {
+  const int n = strata::visible_device_count();
+  if (n == 0) {
+    try {
+      (void)strata::device_set::all();
+      FAIL() << "no exception on a machine without GPUs";
+    } catch (const strata::cuda_error& e) {
+      EXPECT_EQ(e.code(), cudaErrorNoDevice);
+      EXPECT_NE(std::string(e.what()).find("no CUDA device is visible"), std::string::npos) << e.what();
+    }
+  } else {
+    const auto s = strata::device_set::all();
+    EXPECT_EQ(s.size(), static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) EXPECT_EQ(s.device(static_cast<std::size_t>(i)), i);
+  }
+}
