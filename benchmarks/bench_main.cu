@@ -1,0 +1,563 @@
+// Strata against plain CUB (and Thrust where it has the algorithm), in one binary and run.
+//
+// Every throughput case is timed with CUDA events: a start event on the root stream that every
+// place's stream waits on, the operation, then an event on every place's stream that the root
+// waits on before its stop event, so the time spans the whole multi-place operation. Bytes are
+// what the operation must move (reduce: N reads, transform: reads + writes, scan: 2N).
+// Names: <impl>/<case>/<log2 n>[/<places>]; scripts/bench_ratios.py pairs each Strata case
+// with the CUB case of the same size and prints the throughput ratio.
+#include <strata/strata.cuh>
+
+#include <benchmark/benchmark.h>
+#include <cub/cub.cuh>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/scan.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define BENCH_CHECK(x)                                                                     \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s failed: %s (%s:%d)\n", #x, cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::abort();                                                                        \
+    }                                                                                      \
+  } while (0)
+
+// device_set per place count, made once (places = 0 means every GPU).
+const strata::device_set& places(int p) {
+  static std::map<int, strata::device_set> sets;
+  auto it = sets.find(p);
+  if (it == sets.end()) it = sets.emplace(p, p == 0 ? strata::device_set::all() : strata::device_set::repeat(0, static_cast<std::size_t>(p))).first;
+  return it->second;
+}
+
+// Events spanning an operation on every place of a set (see the file comment).
+class span_timer {
+ public:
+  explicit span_timer(const strata::device_set& s) : set_(s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      cudaEvent_t e;
+      BENCH_CHECK(cudaSetDevice(s.device(i)));
+      BENCH_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      ends_.push_back(e);
+    }
+    BENCH_CHECK(cudaSetDevice(s.device(0)));
+    BENCH_CHECK(cudaEventCreate(&start_));
+    BENCH_CHECK(cudaEventCreate(&stop_));
+  }
+  ~span_timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    for (auto e : ends_) cudaEventDestroy(e);
+  }
+  void start() {
+    BENCH_CHECK(cudaSetDevice(set_.device(0)));
+    BENCH_CHECK(cudaEventRecord(start_, set_.stream(0)));
+    for (std::size_t i = 1; i < set_.size(); ++i) BENCH_CHECK(cudaStreamWaitEvent(set_.stream(i), start_, 0));
+  }
+  // Seconds from start() to the end of all work enqueued since on every place.
+  double stop() {
+    for (std::size_t i = 1; i < set_.size(); ++i) {
+      BENCH_CHECK(cudaSetDevice(set_.device(i)));
+      BENCH_CHECK(cudaEventRecord(ends_[i], set_.stream(i)));
+    }
+    BENCH_CHECK(cudaSetDevice(set_.device(0)));
+    for (std::size_t i = 1; i < set_.size(); ++i) BENCH_CHECK(cudaStreamWaitEvent(set_.stream(0), ends_[i], 0));
+    BENCH_CHECK(cudaEventRecord(stop_, set_.stream(0)));
+    BENCH_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms / 1e3;
+  }
+
+ private:
+  const strata::device_set& set_;
+  std::vector<cudaEvent_t> ends_;
+  cudaEvent_t start_, stop_;
+};
+
+// Plain one-device buffers for the CUB anchors, with cached temp storage.
+template <class T>
+struct dbuf {
+  T* p = nullptr;
+  explicit dbuf(std::uint64_t n) { BENCH_CHECK(cudaMalloc(&p, std::max<std::uint64_t>(n, 1) * sizeof(T))); }
+  ~dbuf() { cudaFree(p); }
+};
+struct temp_cache {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  void* get(std::size_t b) {
+    if (b > bytes) {
+      cudaFree(p);
+      BENCH_CHECK(cudaMalloc(&p, b));
+      bytes = b;
+    }
+    return p;
+  }
+  ~temp_cache() { cudaFree(p); }
+};
+
+struct saxpy_fn {
+  float a;
+  __host__ __device__ float operator()(float x, float y) const { return a * x + y; }
+};
+struct positive_fn {
+  __host__ __device__ bool operator()(float x) const { return x > 0.5f; }
+};
+struct count_positive_fn {
+  __host__ __device__ std::uint64_t operator()(float x) const { return x > 0.5f ? 1u : 0u; }
+};
+struct dot_at {
+  const float* a;
+  const float* b;
+  __host__ __device__ double operator()(std::uint64_t i) const { return static_cast<double>(a[i]) * b[i]; }
+};
+struct mul_to_double {
+  __host__ __device__ double operator()(float x, float y) const { return static_cast<double>(x) * y; }
+};
+struct fill_gen {
+  float v;
+  __host__ __device__ float operator()() const { return v; }
+};
+
+template <class T>
+struct hash_value {
+  __host__ __device__ T operator()(std::uint64_t i) const {
+    std::uint64_t x = i * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    return static_cast<T>(static_cast<double>(x % 1000003) / 1000003.0);
+  }
+};
+
+// Deterministic non-trivial data (not zeros), written on the device.
+template <class T>
+void random_fill(T* p, std::uint64_t n, cudaStream_t s) {
+  BENCH_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), p, n, hash_value<T>{}, s));
+}
+template <class T>
+void random_fill(strata::distributed_vector<T>& v) {
+  for (auto& s : v.segments())
+    if (s.count) {
+      BENCH_CHECK(cudaSetDevice(s.device));
+      random_fill(s.data, s.count, v.places().stream(s.place));
+    }
+  v.places().synchronize();
+}
+
+std::uint64_t size_of(const benchmark::State& st) { return 1ull << st.range(0); }
+
+void finish(benchmark::State& st, double bytes_per_op) {
+  st.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_op * static_cast<double>(st.iterations())));
+  st.counters["elements"] = static_cast<double>(size_of(st));
+}
+
+// ---- Strata cases ----------------------------------------------------------------------
+
+template <class T>
+void strata_reduce(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<T> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(v);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    auto f = strata::reduce_async(v);
+    st.SetIterationTime(t.stop());
+    benchmark::DoNotOptimize(f.get());
+  }
+  finish(st, size_of(st) * sizeof(T));
+}
+
+void strata_dot(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init), b(a);
+  random_fill(a);
+  random_fill(b);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    auto f = strata::transform_reduce_async(a, b, 0.0, cuda::std::plus<>{}, mul_to_double{});
+    st.SetIterationTime(t.stop());
+    benchmark::DoNotOptimize(f.get());
+  }
+  finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+void strata_count_if(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(a);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    auto f = strata::count_if_async(a, positive_fn{});
+    st.SetIterationTime(t.stop());
+    benchmark::DoNotOptimize(f.get());
+  }
+  finish(st, size_of(st) * sizeof(float));
+}
+
+void strata_min_element(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(a);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    auto f = strata::min_element_async(a);
+    st.SetIterationTime(t.stop());
+    benchmark::DoNotOptimize(f.get());
+  }
+  finish(st, size_of(st) * sizeof(float));
+}
+
+template <bool Exclusive>
+void strata_scan(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init), b(a);
+  random_fill(a);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    if constexpr (Exclusive)
+      strata::exclusive_scan(a, b, 0.0f, cuda::std::plus<>{}, strata::nosync);
+    else
+      strata::inclusive_scan(a, b, cuda::std::plus<>{}, strata::nosync);
+    st.SetIterationTime(t.stop());
+  }
+  finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+void strata_saxpy(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init), y(x), out(x);
+  random_fill(x);
+  random_fill(y);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    strata::transform(x, y, out, saxpy_fn{2.0f}, strata::nosync);
+    st.SetIterationTime(t.stop());
+  }
+  finish(st, 3.0 * size_of(st) * sizeof(float));
+}
+
+void strata_fill(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    strata::fill(x, 1.5f, strata::nosync);
+    st.SetIterationTime(t.stop());
+  }
+  finish(st, size_of(st) * sizeof(float));
+}
+
+// Copy from an even layout onto a weighted one (1, 2, 3, ... per place): every place sends
+// pieces to its neighbours.
+void strata_copy_relayout(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  std::vector<double> w(set.size());
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i + 1);
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  strata::distributed_vector<float> y(size_of(st), set, strata::partition_policy::weighted(w), strata::no_init);
+  random_fill(x);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    strata::copy(x, y, strata::nosync);
+    st.SetIterationTime(t.stop());
+  }
+  finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+// ---- CUB and Thrust anchors (one device, place 0's stream) --------------------------------
+
+struct anchor {
+  const strata::device_set& set = places(1);
+  cudaStream_t s = set.stream(0);
+  span_timer t{set};
+  temp_cache temp;
+  template <class Call>
+  void run(Call&& call) {
+    std::size_t bytes = 0;
+    BENCH_CHECK(call(nullptr, bytes));
+    void* p = temp.get(bytes);
+    BENCH_CHECK(call(p, bytes));
+  }
+};
+
+template <class T>
+void cub_reduce(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<T> in(n), out(1);
+  random_fill(in.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    a.run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, in.p, out.p, n, a.s); });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(T));
+}
+
+void cub_dot(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  dbuf<double> out(1);
+  random_fill(x.p, n, a.s);
+  random_fill(y.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceReduce::TransformReduce(p, b, thrust::counting_iterator<std::uint64_t>(0), out.p, n,
+                                                cuda::std::plus<>{}, dot_at{x.p, y.p}, 0.0, a.s);
+    });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, 2.0 * n * sizeof(float));
+}
+
+void cub_count_if(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  dbuf<std::uint64_t> out(1);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceReduce::TransformReduce(p, b, x.p, out.p, n, cuda::std::plus<>{}, count_positive_fn{},
+                                                std::uint64_t{0}, a.s);
+    });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+void cub_min_element(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), v(1);
+  dbuf<std::int64_t> idx(1);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceReduce::ArgMin(p, b, x.p, v.p, idx.p, static_cast<std::int64_t>(n), a.s);
+    });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+template <bool Exclusive>
+void cub_scan(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    a.run([&](void* p, std::size_t& b) {
+      if constexpr (Exclusive)
+        return cub::DeviceScan::ExclusiveSum(p, b, x.p, y.p, n, a.s);
+      else
+        return cub::DeviceScan::InclusiveSum(p, b, x.p, y.p, n, a.s);
+    });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, 2.0 * n * sizeof(float));
+}
+
+void cub_saxpy(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n), out(n);
+  random_fill(x.p, n, a.s);
+  random_fill(y.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(x.p, y.p), out.p, n, saxpy_fn{2.0f}, a.s));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, 3.0 * n * sizeof(float));
+}
+
+void cub_fill(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  for (auto _ : st) {
+    a.t.start();
+    BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::tuple<>{}, x.p, n, fill_gen{1.5f}, a.s));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+void cub_copy(benchmark::State& st) {  // the anchor of a copy: one device-to-device memcpy
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    BENCH_CHECK(cudaMemcpyAsync(y.p, x.p, n * sizeof(float), cudaMemcpyDeviceToDevice, a.s));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, 2.0 * n * sizeof(float));
+}
+
+void thrust_reduce(benchmark::State& st) {  // includes Thrust's own host sync and temp allocation
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    benchmark::DoNotOptimize(thrust::reduce(thrust::cuda::par.on(a.s), x.p, x.p + n, 0.0f));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+void thrust_inclusive_scan(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    thrust::inclusive_scan(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, y.p);
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, 2.0 * n * sizeof(float));
+}
+
+void thrust_fill(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  for (auto _ : st) {
+    a.t.start();
+    thrust::fill(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, 1.5f);
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+// ---- small-size latency: value on the host, wall clock ------------------------------------
+
+void latency_strata_reduce(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(v);
+  (void)strata::reduce(v);
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(strata::reduce(v));
+    st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  finish(st, size_of(st) * sizeof(float));
+}
+
+void latency_cub_reduce(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), out(1);
+  float* host = nullptr;
+  BENCH_CHECK(cudaMallocHost(&host, sizeof(float)));
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    a.run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, x.p, out.p, n, a.s); });
+    BENCH_CHECK(cudaMemcpyAsync(host, out.p, sizeof(float), cudaMemcpyDeviceToHost, a.s));
+    BENCH_CHECK(cudaStreamSynchronize(a.s));
+    benchmark::DoNotOptimize(*host);
+    st.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  cudaFreeHost(host);
+  finish(st, n * sizeof(float));
+}
+
+using bench_fn = void (*)(benchmark::State&);
+
+void register_all() {
+  std::vector<int> logs = {16, 20, 24, 28, 30};
+  if (const char* e = std::getenv("STRATA_BENCH_LOG2_SIZES")) {  // e.g. "20,28"
+    logs.clear();
+    for (const char* p = e; *p;) {
+      logs.push_back(std::atoi(p));
+      while (*p && *p != ',') ++p;
+      if (*p) ++p;
+    }
+  }
+  std::vector<int> place_counts = {1, 2, 4, 8};
+  if (strata::visible_device_count() > 1) place_counts.push_back(0);  // 0: every GPU
+
+  const std::vector<std::pair<const char*, bench_fn>> strata_cases = {
+      {"reduce_f32", strata_reduce<float>}, {"reduce_i64", strata_reduce<std::int64_t>},
+      {"dot_f32", strata_dot},              {"count_if_f32", strata_count_if},
+      {"min_element_f32", strata_min_element}, {"inclusive_scan_f32", strata_scan<false>},
+      {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
+      {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout}};
+  const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
+      {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
+      {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
+      {"min_element_f32", cub_min_element}, {"inclusive_scan_f32", cub_scan<false>},
+      {"exclusive_scan_f32", cub_scan<true>}, {"saxpy_f32", cub_saxpy},
+      {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy}};
+  const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
+      {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill}};
+
+  for (const auto& [name, fn] : cub_cases) {
+    auto* b = benchmark::RegisterBenchmark((std::string("cub/") + name).c_str(), fn);
+    for (int lg : logs) b->Arg(lg);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [name, fn] : thrust_cases) {
+    auto* b = benchmark::RegisterBenchmark((std::string("thrust/") + name).c_str(), fn);
+    for (int lg : logs) b->Arg(lg);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [name, fn] : strata_cases) {
+    auto* b = benchmark::RegisterBenchmark((std::string("strata/") + name).c_str(), fn);
+    for (int lg : logs)
+      for (int p : place_counts) b->Args({lg, p});
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  auto* lc = benchmark::RegisterBenchmark("latency_cub/reduce_f32", latency_cub_reduce);
+  lc->Arg(20)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  auto* ls = benchmark::RegisterBenchmark("latency_strata/reduce_f32", latency_strata_reduce);
+  for (int p : place_counts) ls->Args({20, p});
+  ls->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (strata::visible_device_count() == 0) {
+    std::printf("no CUDA device is visible: nothing to benchmark\n");
+    return 0;
+  }
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
