@@ -72,6 +72,9 @@ template <class T>
 void poison(strata::distributed_vector<T>& v) {
   for (auto& s : v.segments())
     if (s.count > 0) ASSERT_EQ(cudaMemset(s.data, 0xA5, s.count * sizeof(T)), cudaSuccess);
+  // cudaMemset runs on the legacy default stream, which Strata's non-blocking place streams do
+  // not wait for: finish it before the algorithm under test starts.
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 template <class T>
