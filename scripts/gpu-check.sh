@@ -4,12 +4,21 @@
 # STRATA_DISABLE_P2P=1), print strata-info, run the benchmarks, and write logs and a JSON
 # summary into the folder given (default gpu-check-out/).
 #
-#   scripts/gpu-check.sh [OUT_DIR]
+#   scripts/gpu-check.sh [OUT_DIR] [--sanitize]
 #   STRATA_BENCH_LOG2_SIZES=20,28   sizes to benchmark (log2; default 16,20,24,28,30)
 #   STRATA_SKIP_BENCH=1             tests only
+#   --sanitize                      instead of the tests and benchmarks, run every GPU test
+#                                   binary (STRATA_TEST_QUICK sizes) under compute-sanitizer's
+#                                   memcheck (leak check on), racecheck, initcheck and synccheck,
+#                                   failing on any finding; log in OUT_DIR/sanitize.log
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-gpu-check-out}
+sanitize=0
+args=()
+for a in "$@"; do
+  if [ "$a" = --sanitize ]; then sanitize=1; else args+=("$a"); fi
+done
+out=${args[0]:-gpu-check-out}
 mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
 jobs=$(nproc)
@@ -21,7 +30,24 @@ status=0
     cmake --build "$build" -j"$jobs"
 } >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -40 "$out/build.log"; status=1; }
 
-if [ $status -eq 0 ]; then
+if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  : >"$out/sanitize.log"
+  for tool in memcheck racecheck initcheck synccheck; do
+    extra=()
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    for t in "$build"/tests/gpu_*; do
+      [ -x "$t" ] || continue
+      echo "=== $tool $(basename "$t") ===" >>"$out/sanitize.log"
+      STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-300}" "$cs" --tool $tool "${extra[@]}" --error-exitcode 1 \
+        "$t" --gtest_brief=1 >>"$out/sanitize.log" 2>&1
+      rc=$?
+      echo "=== $tool $(basename "$t") rc=$rc ===" | tee -a "$out/sanitize.log"
+      [ $rc -eq 0 ] || status=1
+    done
+  done
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/sanitize.log" | sort | uniq -c
+elif [ $status -eq 0 ]; then
   {
     echo "=== ctest (peer access / direct where available) ==="
     ctest --test-dir "$build" --output-on-failure -j2
@@ -52,6 +78,7 @@ def read(name):
 tests = read("tests.log")
 summary = {"status": "pass" if status == 0 else "fail",
            "ctest_summaries": re.findall(r"\d+% tests passed.*", tests),
+           "sanitizer_runs": re.findall(r"=== \w+ \S+ rc=\d+ ===", read("sanitize.log")),
            "gtest_failures": re.findall(r"\[  FAILED  \] .*", tests)[:50],
            "ratios": read("ratios.txt").splitlines()}
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)

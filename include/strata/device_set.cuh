@@ -2,12 +2,14 @@
 #pragma once
 
 #include <strata/detail/device_guard.cuh>
+#include <strata/detail/memory.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -38,6 +40,10 @@ struct device_set_options {
   /// places share a device or have peer access. Also forced on by the environment variable
   /// `STRATA_DISABLE_P2P=1`. Meant for testing the fallback path and for broken peer paths.
   bool force_host_staging = false;
+  /// After enabling peer access between two devices, move a known pattern across the pair and
+  /// read it back; a pair whose copy comes back wrong is treated as having no peer path (host
+  /// staging). Peer access can be reported and still be broken, e.g. behind an IOMMU.
+  bool verify_peer_access = true;
 };
 
 /// An ordered, shared list of places. A place is one device ordinal plus what Strata keeps for
@@ -95,7 +101,7 @@ class device_set {
     s->set_root_device(ordinals[0]);
     for (int d : ordinals) s->places.push_back(std::make_unique<detail::place_state>(d));
     s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
-    if (options.enable_peer_access) enable_peers(*s, ordinals);
+    if (options.enable_peer_access) enable_peers(*s, ordinals, options.verify_peer_access);
     const std::size_t k = ordinals.size();
     s->direct.assign(k * k, 0);
     for (std::size_t i = 0; i < k; ++i)
@@ -148,6 +154,7 @@ class device_set {
 
   /// Two sets are equal when they share the same places (one is a copy of the other).
   friend bool operator==(const device_set& a, const device_set& b) noexcept { return a.state_ == b.state_; }
+  /// True if the sets do not share their places.
   friend bool operator!=(const device_set& a, const device_set& b) noexcept { return !(a == b); }
 
   /// Implementation access for Strata's own algorithms.
@@ -172,7 +179,7 @@ class device_set {
   // Peer access is a property of a device pair and of the process: enable it once per ordered
   // pair of distinct devices that supports it. A pair already enabled (by another set or by
   // the user) counts as enabled.
-  static void enable_peers(detail::set_state& s, const std::vector<int>& ordinals) {
+  static void enable_peers(detail::set_state& s, const std::vector<int>& ordinals, bool verify) {
     std::vector<int> distinct;
     for (int d : ordinals) {
       bool seen = false;
@@ -195,8 +202,39 @@ class device_set {
           (void)cudaGetLastError();
           continue;
         }
+        if (verify && !peer_path_works(a, b)) continue;
         s.peer[static_cast<std::size_t>(a) * n + b] = 1;
       }
+  }
+
+  // A known pattern written on `a`, copied peer to peer into `b`, read back from `b`.
+  static bool peer_path_works(int a, int b) {
+    constexpr std::size_t words = 1024;
+    std::vector<std::uint32_t> pattern(words), back(words, 0);
+    for (std::size_t i = 0; i < words; ++i) pattern[i] = 0x9E3779B9u * static_cast<std::uint32_t>(i + 1) ^ 0xA5A5u;
+    void* src = detail::device_allocate(a, words * 4);
+    void* dst = nullptr;
+    bool ok = false;
+    try {
+      dst = detail::device_allocate(b, words * 4);
+      {
+        detail::device_guard g(b);
+        STRATA_CUDA_CHECK(cudaMemset(dst, 0, words * 4));
+        STRATA_CUDA_CHECK(cudaDeviceSynchronize());
+      }
+      detail::device_guard g(a);
+      STRATA_CUDA_CHECK(cudaMemcpy(src, pattern.data(), words * 4, cudaMemcpyHostToDevice));
+      STRATA_CUDA_CHECK(cudaMemcpyPeer(dst, b, src, a, words * 4));
+      STRATA_CUDA_CHECK(cudaMemcpy(back.data(), dst, words * 4, cudaMemcpyDeviceToHost));
+      ok = back == pattern;
+    } catch (...) {
+      detail::device_free(a, src);
+      detail::device_free(b, dst);
+      throw;
+    }
+    detail::device_free(a, src);
+    detail::device_free(b, dst);
+    return ok;
   }
 
   std::shared_ptr<detail::set_state> state_;

@@ -47,7 +47,9 @@ struct user_segment {
 template <class T>
 class distributed_span {
  public:
+  /// The element type without const.
   using value_type = std::remove_cv_t<T>;
+  /// The element type as viewed (const for a read-only span).
   using element_type = T;
 
   static_assert(std::is_trivially_copyable_v<value_type>,

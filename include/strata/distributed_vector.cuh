@@ -45,7 +45,9 @@ class distributed_vector {
                 "strata::distributed_vector<T>: T must not be const or volatile");
 
  public:
+  /// The element type.
   using value_type = T;
+  /// Sizes and indices are 64-bit.
   using size_type = std::uint64_t;
 
   /// An empty container without places.
@@ -91,6 +93,7 @@ class distributed_vector {
     strata::copy(other, *this);
   }
 
+  /// Takes other's elements and layout without copying; other is left empty, without places.
   distributed_vector(distributed_vector&& other) noexcept { swap(other); }
 
   /// Deep copy assignment (this takes other's layout).
@@ -101,6 +104,7 @@ class distributed_vector {
     }
     return *this;
   }
+  /// Frees this container's elements and takes other's; other is left empty, without places.
   distributed_vector& operator=(distributed_vector&& other) noexcept {
     if (this != &other) {
       release();
@@ -139,7 +143,9 @@ class distributed_vector {
     if (!set_) return {};
     return distributed_span<const T>(*set_, partition_, std::vector<const T*>(data_.begin(), data_.end()));
   }
+  /// Implicit view of the whole container.
   operator distributed_span<T>() { return span(); }
+  /// Implicit read-only view of the whole container.
   operator distributed_span<const T>() const { return span(); }
 
   /// Copies the elements to host memory at `dst` (room for size() elements) and waits.

@@ -77,13 +77,66 @@ inline void check_cuda(cudaError_t code, const char* call, int device, const cha
   if (code != cudaSuccess) throw_cuda_error(code, call, device, file, line);
 }
 
+/// The place whose work this thread is enqueueing (-1: none); set by the fan-out, read by the
+/// test-only fault injector.
+inline int& active_place() noexcept {
+  thread_local int place = -1;
+  return place;
+}
+
+/// Marks this thread as working for place `p` for its lifetime.
+class active_place_scope {
+ public:
+  explicit active_place_scope(int p) noexcept : previous_(active_place()) { active_place() = p; }
+  active_place_scope(const active_place_scope&) = delete;
+  active_place_scope& operator=(const active_place_scope&) = delete;
+  ~active_place_scope() { active_place() = previous_; }
+
+ private:
+  int previous_;
+};
+
+#ifdef STRATA_ENABLE_FAULT_INJECTION
+/// Test-only (compiled with STRATA_ENABLE_FAULT_INJECTION): makes the Nth checked CUDA call made
+/// for a chosen place report `error`, as if that call had failed.
+struct fault_injector {
+  int place = -1;
+  long countdown = -1;
+  cudaError_t error = cudaErrorLaunchFailure;
+  int fired = 0;
+  void arm(int p, long nth, cudaError_t e = cudaErrorLaunchFailure) {
+    place = p;
+    countdown = nth;
+    error = e;
+    fired = 0;
+  }
+  void disarm() { countdown = -1; }
+};
+inline fault_injector& faults() {
+  static fault_injector f;
+  return f;
+}
+inline cudaError_t inject_fault(cudaError_t e) {
+  fault_injector& f = faults();
+  if (e == cudaSuccess && f.countdown >= 0 && f.place == active_place() && f.countdown-- == 0) {
+    ++f.fired;
+    return f.error;
+  }
+  return e;
+}
+#define STRATA_DETAIL_INJECT(e) ::strata::detail::inject_fault(e)
+#else
+#define STRATA_DETAIL_INJECT(e) (e)
+#endif
+
 }  // namespace detail
 }  // namespace strata
 
 /// Checks a CUDA runtime call; throws strata::cuda_error naming the call, the current device and
 /// file:line when it does not return cudaSuccess. The one error check of all Strata code.
-#define STRATA_CUDA_CHECK(expr) ::strata::detail::check_cuda((expr), #expr, -1, __FILE__, __LINE__)
+#define STRATA_CUDA_CHECK(expr) ::strata::detail::check_cuda(STRATA_DETAIL_INJECT(expr), #expr, -1, __FILE__, __LINE__)
 
 /// Like STRATA_CUDA_CHECK, for a call made on behalf of device `dev` (used where the current
 /// device may not be the one the call concerns, e.g. peer access setup).
-#define STRATA_CUDA_CHECK_ON(dev, expr) ::strata::detail::check_cuda((expr), #expr, (dev), __FILE__, __LINE__)
+#define STRATA_CUDA_CHECK_ON(dev, expr) \
+  ::strata::detail::check_cuda(STRATA_DETAIL_INJECT(expr), #expr, (dev), __FILE__, __LINE__)

@@ -34,7 +34,9 @@ class future {
   future(std::shared_ptr<detail::set_state> state, detail::result_slot slot)
       : state_(std::move(state)), slot_(slot) {}
 
+  /// Takes other's state; other is left without state.
   future(future&& other) noexcept { swap(other); }
+  /// Waits for this future's pending work (if any), then takes other's state.
   future& operator=(future&& other) noexcept {
     if (this != &other) {
       reset();

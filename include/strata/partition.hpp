@@ -135,6 +135,7 @@ class partition {
 
   /// True if both partitions have the same places and counts.
   friend bool operator==(const partition& a, const partition& b) noexcept { return a.offsets_ == b.offsets_; }
+  /// True if the partitions differ in places or counts.
   friend bool operator!=(const partition& a, const partition& b) noexcept { return !(a == b); }
 
  private:

@@ -139,6 +139,7 @@ TEST(Container, UserOwnedSegmentsThroughSpan) {
 }
 
 TEST(Container, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
   const std::uint64_t n = (1ull << 31) + 12345;
   for (std::size_t k : {1, 3}) {
     const auto set = strata::device_set::repeat(0, k);

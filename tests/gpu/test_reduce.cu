@@ -226,6 +226,7 @@ TEST(Reduce, MismatchedRangesThrowBeforeDeviceWork) {
 }
 
 TEST(Reduce, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
   const std::uint64_t n = (1ull << 31) + 77;
   const auto set = strata::device_set::repeat(0, 3);
   std::vector<std::uint8_t> h(n);

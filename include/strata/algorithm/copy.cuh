@@ -88,6 +88,7 @@ void copy_impl(const In& in_r, Out&& out_r, bool sync) {
   const distributed_span<const T> in = as_span(in_r);
   const distributed_span<T> out = as_span(out_r);
   require_same_size("strata::copy", in, out);
+  require_no_partial_overlap("strata::copy", in, out);
   if (in.empty()) return;
   if (in.places() == out.places() && in.partition() == out.partition())
     copy_same_layout(in, out, sync);

@@ -24,16 +24,16 @@ namespace strata {
 /// and `value` is value-initialised.
 template <class T>
 struct element_result {
-  std::uint64_t index;
-  T value;
+  std::uint64_t index;  ///< global index of the element (size() for an empty range)
+  T value;              ///< the element
 };
 
 /// What minmax returns: the first smallest and the last largest element, as
 /// std::minmax_element. For an empty range both indices equal the size.
 template <class T>
 struct minmax_result {
-  element_result<T> min;
-  element_result<T> max;
+  element_result<T> min;  ///< the first smallest element
+  element_result<T> max;  ///< the last largest element
 };
 
 namespace detail {

@@ -50,6 +50,7 @@ void transform_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
   auto in = as_span(in_r);
   auto out = as_span(out_r);
   require_same_layout("strata::transform", in, out);
+  require_no_partial_overlap("strata::transform", in, out);
   elementwise("strata::transform", in.places(), in.partition(), sync, [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(in.segment_at(i).data, out.segment_at(i).data,
                                                       in.partition().count(i), op, p.stream()));
@@ -64,6 +65,8 @@ void transform2_impl(const In1& a_r, const In2& b_r, Out&& out_r, Op op, bool sy
   auto out = as_span(out_r);
   require_same_layout("strata::transform", a, b);
   require_same_layout("strata::transform", a, out);
+  require_no_partial_overlap("strata::transform", a, out);
+  require_no_partial_overlap("strata::transform", b, out);
   elementwise("strata::transform", a.places(), a.partition(), sync, [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(
         ::cuda::std::make_tuple(a.segment_at(i).data, b.segment_at(i).data), out.segment_at(i).data,

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -66,6 +67,26 @@ void require_same_layout(const char* algo, const distributed_span<A>& a, const d
                                 "layout first");
 }
 
+/// Checks that an input and an output range either do not share memory or are exactly the
+/// same range (in place); any other overlap throws std::invalid_argument.
+template <class A, class B>
+void require_no_partial_overlap(const char* algo, const distributed_span<A>& in, const distributed_span<B>& out) {
+  for (std::size_t i = 0; i < in.segment_count(); ++i) {
+    const auto a = in.segment_at(i);
+    if (a.count == 0) continue;
+    const auto a0 = reinterpret_cast<std::uintptr_t>(a.data), a1 = a0 + a.count * sizeof(A);
+    for (std::size_t j = 0; j < out.segment_count(); ++j) {
+      const auto b = out.segment_at(j);
+      if (b.count == 0 || b.device != a.device) continue;
+      const auto b0 = reinterpret_cast<std::uintptr_t>(b.data), b1 = b0 + b.count * sizeof(B);
+      if (a0 < b1 && b0 < a1 && !(i == j && a0 == b0 && a1 == b1))
+        throw std::invalid_argument(algo_name(algo) + ": the input and the output overlap in memory (input segment " +
+                                    std::to_string(i) + ", output segment " + std::to_string(j) +
+                                    "); only the very same range (in place) is allowed");
+    }
+  }
+}
+
 /// One algorithm call: an NVTX range named after it and the set's call lock, held while the
 /// call's work is enqueued (so calls from several host threads on one set do not interleave).
 class call_scope {
@@ -98,6 +119,7 @@ void for_each_segment(set_state& s, const partition& part, F&& f) {
     if (part.count(i) == 0) continue;
     place_state& p = *s.places[i];
     device_guard g(p.device());
+    active_place_scope a(static_cast<int>(i));
     f(i, p);
   }
 }

@@ -68,6 +68,7 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   });
   place_state& root = s.root();
   device_guard g(root.device());
+  active_place_scope a(0);
   for (int j = 0; j < t.size; ++j)
     if (t.place[j] != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), s.places[t.place[j]]->event(), 0));
   return t;
@@ -79,6 +80,7 @@ template <class F>
 void run_on_root(set_state& s, const F& task) {
   place_state& root = s.root();
   device_guard g(root.device());
+  active_place_scope a(0);
   root_task_kernel<<<1, 1, 0, root.stream()>>>(task);
   STRATA_CUDA_CHECK(cudaGetLastError());
   STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), root.stream()));

@@ -1,0 +1,182 @@
+// The error model (docs/errors.md): a catalogue of bad input, each case asserting the exception
+// type and a message that names the problem, checked before any device work (outputs stay as
+// they were); out of memory on one place; two host threads on one device_set.
+#include "test_util.cuh"
+
+#include <functional>
+#include <thread>
+
+using namespace strata_test;
+
+namespace {
+
+struct catalogue_case {
+  const char* name;
+  std::function<void()> call;
+  const char* needle;
+};
+
+template <class E>
+void expect_throws(const catalogue_case& c) {
+  try {
+    c.call();
+    ADD_FAILURE() << c.name << ": no exception";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(c.needle), std::string::npos)
+        << c.name << ": message '" << e.what() << "' does not mention '" << c.needle << "'";
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << c.name << ": wrong exception type: " << e.what();
+  }
+}
+
+struct twice_fn {
+  __host__ __device__ int operator()(int x) const { return 2 * x; }
+};
+struct add_fn {
+  __host__ __device__ int operator()(int x, int y) const { return x + y; }
+};
+
+}  // namespace
+
+TEST(Errors, CatalogueOfBadInput) {
+  const int n_dev = strata::visible_device_count();
+  const auto set = strata::device_set::repeat(0, 3);
+  const auto other_set = strata::device_set::repeat(0, 3);
+  strata::distributed_vector<int> a(100, 1, set), b(100, 2, set), shorter(99, 3, set);
+  strata::distributed_vector<int> skewed(100, 4, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  strata::distributed_vector<int> elsewhere(100, 5, other_set);
+  strata::distributed_vector<int> moved(10, 6, set);
+  strata::distributed_vector<int> taker(std::move(moved));
+  int* raw = nullptr;
+  ASSERT_EQ(cudaMalloc(&raw, 64 * sizeof(int)), cudaSuccess);
+  std::vector<int> host(64);
+
+  const std::vector<catalogue_case> invalid = {
+      {"empty device list", [] { strata::device_set s(std::vector<int>{}); }, "list of devices is empty"},
+      {"repeat with 0 places", [] { strata::device_set::repeat(0, 0); }, "number of places must be positive"},
+      {"too many places", [] { strata::device_set::repeat(0, 65); }, "at most 64"},
+      {"weights all zero", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::weighted({0, 0, 0})); },
+       "at least one weight must be positive"},
+      {"negative weight", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::weighted({1, -2, 1})); },
+       "weight 1 is negative"},
+      {"NaN weight", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::weighted({1, 1, std::nan("")})); },
+       "weight 2 is NaN"},
+      {"weights per place", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::weighted({1, 1})); },
+       "2 weights given for 3 places"},
+      {"explicit sizes sum", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::explicit_sizes({1, 2, 3})); },
+       "sum to 6, not to the 10"},
+      {"explicit sizes per place", [&] { strata::distributed_vector<int> v(10, set, strata::partition_policy::explicit_sizes({10})); },
+       "1 sizes given for 3 places"},
+      {"assign wrong size", [&] { a = std::vector<int>(7); }, "host range has 7 elements but the container has 100"},
+      {"transform sizes", [&] { strata::transform(a, shorter, twice_fn{}); }, "different sizes (100 and 99"},
+      {"transform partitions", [&] { strata::transform(a, skewed, twice_fn{}); }, "partitioned differently"},
+      {"transform device sets", [&] { strata::transform(a, elsewhere, twice_fn{}); }, "different device_sets"},
+      {"binary transform sizes", [&] { strata::transform(a, shorter, b, add_fn{}); }, "different sizes"},
+      {"dot sizes", [&] { (void)strata::transform_reduce(a, shorter, 0, cuda::std::plus<>{}, add_fn{}); }, "different sizes"},
+      {"equal partitions", [&] { (void)strata::equal(a, skewed); }, "partitioned differently"},
+      {"scan sizes", [&] { strata::inclusive_scan(a, shorter); }, "different sizes"},
+      {"exclusive scan device sets", [&] { strata::exclusive_scan(a, elsewhere, 0); }, "different device_sets"},
+      {"copy sizes", [&] { strata::copy(a, shorter); }, "different sizes"},
+      {"moved-from reduce", [&] { (void)strata::reduce(moved); }, "no device_set"},
+      {"moved-from places", [&] { (void)moved.places(); }, "no device_set"},
+      {"moved-from fill", [&] { strata::fill(moved, 1); }, "no device_set"},
+      {"default span count_if", [&] { (void)strata::count(strata::distributed_span<int>{}, 1); }, "no device_set"},
+      {"span segment count", [&] { strata::distributed_span<int> s(set, {{0, raw, 4}}); }, "1 segments given for a device_set of 3"},
+      {"span wrong device", [&] { strata::distributed_span<int> s(set, {{0, raw, 4}, {n_dev, raw, 4}, {0, nullptr, 0}}); },
+       "segment 1 is on device"},
+      {"span null pointer", [&] { strata::distributed_span<int> s(set, {{0, raw, 4}, {0, nullptr, 4}, {0, nullptr, 0}}); },
+       "segment 1 has 4 elements and a null pointer"},
+      {"span host memory", [&] { strata::distributed_span<int> s(set, {{0, host.data(), 4}, {0, nullptr, 0}, {0, nullptr, 0}}); },
+       "host memory"},
+      {"copy_from_host null", [&] { strata::copy_from_host(static_cast<const int*>(nullptr), a); }, "host pointer is null"},
+      {"copy_to_host null", [&] { strata::copy_to_host(a, static_cast<int*>(nullptr)); }, "host pointer is null"},
+      {"overlapping transform",
+       [&] {
+         strata::distributed_span<int> lo(set, {{0, raw, 32}, {0, nullptr, 0}, {0, nullptr, 0}});
+         strata::distributed_span<int> hi(set, {{0, raw + 1, 32}, {0, nullptr, 0}, {0, nullptr, 0}});
+         strata::transform(lo, hi, twice_fn{});
+       },
+       "overlap in memory"},
+      {"overlapping copy",
+       [&] {
+         strata::distributed_span<int> x(set, {{0, raw, 16}, {0, raw + 16, 16}, {0, nullptr, 0}});
+         strata::distributed_span<int> y(set, {{0, raw + 8, 16}, {0, raw + 24, 16}, {0, nullptr, 0}});
+         strata::copy(x, y);
+       },
+       "overlap in memory"},
+  };
+  for (const auto& c : invalid) expect_throws<std::invalid_argument>(c);
+
+  const std::vector<catalogue_case> out_of_range = {
+      {"ordinal too large", [&] { strata::device_set s{n_dev}; }, "is out of range (1 CUDA device is visible)"},
+      {"negative ordinal", [] { strata::device_set s{-1}; }, "device ordinal -1 is out of range"},
+      {"get past the end", [&] { (void)a.get(100); }, "index 100 is out of range for 100 elements"},
+      {"set past the end", [&] { a.set(1000, 1); }, "index 1000 is out of range"},
+      {"place past the end", [&] { (void)set.device(3); }, "place 3 is out of range for 3 places"},
+      {"owner past the end", [&] { (void)a.partition().owner(100); }, "index 100 is out of range"},
+  };
+  for (auto c : out_of_range) {
+    if (n_dev != 1 && std::string(c.name) == "ordinal too large") c.needle = "CUDA devices are visible";
+    expect_throws<std::out_of_range>(c);
+  }
+
+  expect_throws<std::logic_error>({"get on an empty future", [] { strata::future<int> f; (void)f.get(); }, "no state"});
+
+  // Nothing was written by any rejected call.
+  EXPECT_EQ(a.to_std_vector(), std::vector<int>(100, 1));
+  EXPECT_EQ(b.to_std_vector(), std::vector<int>(100, 2));
+  EXPECT_EQ(shorter.to_std_vector(), std::vector<int>(99, 3));
+  EXPECT_EQ(skewed.to_std_vector(), std::vector<int>(100, 4));
+  EXPECT_EQ(elsewhere.to_std_vector(), std::vector<int>(100, 5));
+  EXPECT_EQ(taker.to_std_vector(), std::vector<int>(10, 6));
+  cudaFree(raw);
+}
+
+TEST(Errors, OutOfMemoryOnOnePlaceLeavesEveryDeviceAsItWas) {
+  const auto set = strata::device_set::repeat(0, 3);
+  (void)strata::reduce(strata::distributed_vector<int>(1000, 1, set));  // warm the places
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t free_before = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  // Places 0 and 1 get 64 MiB each, place 2 more than the whole device.
+  const std::uint64_t huge = total / sizeof(float) + 1;
+  const std::uint64_t small = (64ull << 20) / sizeof(float);
+  try {
+    strata::distributed_vector<float> v(small * 2 + huge, set, strata::partition_policy::explicit_sizes({small, small, huge}));
+    FAIL() << "allocating more than the device holds succeeded";
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorMemoryAllocation);
+    EXPECT_EQ(e.device(), 0);
+    EXPECT_NE(std::string(e.what()).find("on device 0"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::size_t free_after = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_EQ(free_after, free_before);
+  // And the set still works.
+  strata::distributed_vector<int> ok(1000, 2, set);
+  EXPECT_EQ(strata::reduce(ok), 2000);
+}
+
+TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) {
+  const auto set = strata::device_set::repeat(0, 4);
+  const auto run = [&set](std::uint64_t seed, int* failures) {
+    const auto h = random_vector<std::int64_t>(300007, seed);
+    std::int64_t want = 0;
+    for (auto x : h) want += x;
+    strata::distributed_vector<std::int64_t> v(h, set), out(h.size(), set);
+    for (int it = 0; it < 40; ++it) {
+      if (strata::reduce(v) != want) ++*failures;
+      auto f = strata::count_async(v, h[7]);
+      strata::inclusive_scan(v, out);
+      if (out.get(h.size() - 1) != want) ++*failures;
+      if (f.get() != static_cast<std::uint64_t>(std::count(h.begin(), h.end(), h[7]))) ++*failures;
+    }
+  };
+  int f1 = 0, f2 = 0;
+  std::thread t1(run, fresh_seed(), &f1), t2(run, fresh_seed(), &f2);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(f1, 0);
+  EXPECT_EQ(f2, 0);
+}

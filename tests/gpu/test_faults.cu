@@ -1,0 +1,84 @@
+// Fault injection (built with STRATA_ENABLE_FAULT_INJECTION): the Nth checked CUDA call made
+// for a chosen place reports a failure. Every algorithm must surface it as strata::cuda_error
+// naming the device, leave the other places' work to drain without hanging, leak nothing, and
+// work normally afterwards.
+#include "test_util.cuh"
+
+#include <functional>
+#include <numeric>
+
+using namespace strata_test;
+
+namespace {
+
+struct twice_fn {
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return 2 * x; }
+};
+struct is_odd {
+  __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
+};
+struct mul_fn {
+  __host__ __device__ std::int64_t operator()(std::int64_t x, std::int64_t y) const { return x * y; }
+};
+
+}  // namespace
+
+TEST(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
+  auto& inj = strata::detail::faults();
+  const auto set = strata::device_set::repeat(0, 4);
+  const std::uint64_t n = 1000003;
+  std::vector<std::int64_t> h(n);
+  std::iota(h.begin(), h.end(), std::int64_t{-500000});
+  strata::distributed_vector<std::int64_t> in(h, set), out(n, set), other(n, set, strata::partition_policy::weighted({1, 2, 3, 4}));
+  const std::int64_t sum = std::accumulate(h.begin(), h.end(), std::int64_t{0});
+
+  // name, the call, and a check that the library computes correctly afterwards.
+  const std::vector<std::pair<const char*, std::function<bool()>>> algos = {
+      {"reduce", [&] { return strata::reduce(in) == sum; }},
+      {"reduce_async", [&] { return strata::reduce_async(in, std::int64_t{1}, cuda::std::plus<>{}).get() == sum + 1; }},
+      {"count_if", [&] { return strata::count_if(in, is_odd{}) == n / 2; }},
+      {"min_element", [&] { return strata::min_element(in).index == 0; }},
+      {"minmax", [&] { return strata::minmax(in).max.index == n - 1; }},
+      {"dot", [&] { return strata::transform_reduce(in, in, std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) > 0; }},
+      {"equal", [&] { return strata::equal(in, in); }},
+      {"inclusive_scan", [&] { strata::inclusive_scan(in, out); return out.get(n - 1) == sum; }},
+      {"exclusive_scan", [&] { strata::exclusive_scan(in, out, std::int64_t{0}); return out.get(n - 1) == sum - h[n - 1]; }},
+      {"transform", [&] { strata::transform(in, out, twice_fn{}); return out.get(n - 1) == 2 * h[n - 1]; }},
+      {"fill", [&] { strata::fill(out, 3); return out.get(n / 2) == 3; }},
+      {"copy relayout", [&] { strata::copy(in, other); return other.get(n - 2) == h[n - 2]; }},
+  };
+
+  for (const auto& [name, call] : algos) {
+    ASSERT_TRUE(call()) << name << " is wrong before any fault";  // also warms every cache
+  }
+  const auto& c = strata::detail::counters();
+  const auto live_before = c.device_allocs.load() - c.device_frees.load();
+  const auto host_before = c.host_allocs.load() - c.host_frees.load();
+
+  int surfaced = 0;
+  for (const auto& [name, call] : algos)
+    for (int place = 0; place < 4; ++place)
+      for (long nth = 0; nth < 6; ++nth) {
+        SCOPED_TRACE(std::string(name) + ", place " + std::to_string(place) + ", call " + std::to_string(nth));
+        inj.arm(place, nth);
+        bool threw = false;
+        try {
+          (void)call();
+        } catch (const strata::cuda_error& e) {
+          threw = true;
+          EXPECT_EQ(e.code(), cudaErrorLaunchFailure);
+          EXPECT_EQ(e.device(), 0) << e.what();
+          EXPECT_NE(std::string(e.what()).find("on device 0"), std::string::npos) << e.what();
+        }
+        const bool fired = inj.fired > 0;
+        inj.disarm();
+        EXPECT_EQ(threw, fired) << "an injected failure was swallowed, or an exception came from nowhere";
+        surfaced += threw ? 1 : 0;
+        set.synchronize();  // the other places' work drains: no hang
+        EXPECT_TRUE(call()) << name << " is wrong after a fault";
+      }
+  EXPECT_GT(surfaced, 100);
+  set.synchronize();
+  EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
+  EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";
+}
