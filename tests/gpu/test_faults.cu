@@ -23,9 +23,14 @@ struct mul_fn {
 
 }  // namespace
 
-TEST(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
+class Faults : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(GraphsOnAndOff, Faults, ::testing::Bool());
+
+TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
   auto& inj = strata::detail::faults();
-  const auto set = strata::device_set::repeat(0, 4);
+  strata::device_set_options options;
+  options.use_graphs = GetParam();  // with graphs, the loop below exercises replays
+  const auto set = strata::device_set::repeat(0, 4, options);
   const std::uint64_t n = 1000003;
   std::vector<std::int64_t> h(n);
   std::iota(h.begin(), h.end(), std::int64_t{-500000});
@@ -48,9 +53,8 @@ TEST(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
       {"copy relayout", [&] { strata::copy(in, other); return other.get(n - 2) == h[n - 2]; }},
   };
 
-  for (const auto& [name, call] : algos) {
-    ASSERT_TRUE(call()) << name << " is wrong before any fault";  // also warms every cache
-  }
+  for (int warm = 0; warm < 3; ++warm)  // warms every cache and captures the graphs
+    for (const auto& [name, call] : algos) ASSERT_TRUE(call()) << name << " is wrong before any fault";
   const auto& c = strata::detail::counters();
   const auto live_before = c.device_allocs.load() - c.device_frees.load();
   const auto host_before = c.host_allocs.load() - c.host_frees.load();

@@ -244,3 +244,37 @@ TEST(Reduce, MoreThan2To31Elements) {
   EXPECT_EQ(strata::transform_reduce(one, std::uint64_t{0}, cuda::std::plus<>{}, widen), want);
   EXPECT_EQ(strata::count(one, std::uint8_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
 }
+
+struct add_k {
+  std::int64_t k;
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x + k; }
+};
+
+// Repeated identical calls are replayed from a CUDA graph: the results must follow the data
+// (changed in between by asynchronous element-wise work on the places' streams) and the
+// initial value (changed on every call), on every place configuration.
+TEST(Reduce, RepeatedCallsReplayedAsGraphsFollowDataAndInit) {
+  for (const auto& s : sets()) {
+    SCOPED_TRACE(s.name);
+    const std::uint64_t n = 1 << 20;
+    auto h = random_vector<std::int64_t>(n, fresh_seed());
+    strata::distributed_vector<std::int64_t> v(h, s.set);
+    std::int64_t want = 0;
+    for (auto x : h) want += x;
+    const auto replays_before = s.set.state().graphs.replays;
+    for (std::int64_t it = 0; it < 12; ++it) {
+      EXPECT_EQ(strata::reduce(v, it, cuda::std::plus<>{}), want + it) << "iteration " << it;
+      EXPECT_EQ(strata::count(v, h[3]), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), h[3])));
+      strata::transform(v, v, add_k{1}, strata::nosync);  // ordered before the next replay
+      want += static_cast<std::int64_t>(n);
+      for (auto& x : h) x += 1;
+    }
+    if (s.set.state().use_graphs) EXPECT_GE(s.set.state().graphs.replays - replays_before, 18u);
+  }
+  strata::device_set_options eager;
+  eager.use_graphs = false;
+  const auto set = strata::device_set::repeat(0, 3, eager);
+  strata::distributed_vector<int> v(1000, 2, set);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(strata::reduce(v), 2000);
+  EXPECT_EQ(set.state().graphs.replays, 0u);
+}

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <typeinfo>
 
 namespace strata {
 
@@ -42,13 +43,25 @@ namespace detail {
 
 // The partial of one segment of a (transform-)reduce: CUB over the segment, no initial value.
 template <class Acc, class S, class Op, class Tf>
-auto reduce_partial(const S& r, Op op, Tf tf) {
-  return [&r, op, tf](std::size_t i, place_state& p, Acc* out) {
+struct reduce_partial {
+  const S& r;
+  Op op;
+  Tf tf;
+  void operator()(std::size_t i, place_state& p, Acc* out) const {
     const auto s = r.segment_at(i);
     run_cub(p, [&](void* temp, std::size_t& bytes) {
       return reduce_no_init<Acc>(temp, bytes, s.data, out, s.count, op, tf, p.stream());
     });
-  };
+  }
+  bool append_key(call_key& key) const {
+    key.add_type(typeid(reduce_partial));
+    add_span_key(key, r);
+    return add_state_key(key, op) && add_state_key(key, tf);
+  }
+};
+template <class Acc, class S, class Op, class Tf>
+reduce_partial<Acc, S, Op, Tf> make_reduce_partial(const S& r, Op op, Tf tf) {
+  return {r, op, tf};
 }
 
 // Reads element i of two segments and applies a binary operator (binary transform_reduce).
@@ -61,8 +74,12 @@ struct pair_apply {
 };
 
 template <class Acc, class SA, class SB, class Op, class F>
-auto reduce2_partial(const SA& a, const SB& b, Op op, F f) {
-  return [&a, &b, op, f](std::size_t i, place_state& p, Acc* out) {
+struct reduce2_partial {
+  const SA& a;
+  const SB& b;
+  Op op;
+  F f;
+  void operator()(std::size_t i, place_state& p, Acc* out) const {
     const auto sa = a.segment_at(i);
     const auto sb = b.segment_at(i);
     using A = std::remove_const_t<std::remove_pointer_t<decltype(sa.data)>>;
@@ -72,8 +89,38 @@ auto reduce2_partial(const SA& a, const SB& b, Op op, F f) {
       return reduce_no_init<Acc>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, sa.count, op, tf,
                                  p.stream());
     });
-  };
+  }
+  bool append_key(call_key& key) const {
+    key.add_type(typeid(reduce2_partial));
+    add_span_key(key, a);
+    add_span_key(key, b);
+    return add_state_key(key, op) && add_state_key(key, f);
+  }
+};
+template <class Acc, class SA, class SB, class Op, class F>
+reduce2_partial<Acc, SA, SB, Op, F> make_reduce2_partial(const SA& a, const SB& b, Op op, F f) {
+  return {a, b, op, f};
 }
+
+// The partial of min_element / max_element / minmax: CUB over (value, index) pairs.
+template <class P, class S, class Op, class Seed>
+struct indexed_partial {
+  const S& r;
+  Op op;
+  void operator()(std::size_t i, place_state& p, P* out) const {
+    const auto s = r.segment_at(i);
+    const Seed tf{s.data};
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return reduce_no_init<P>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, s.count, op, tf,
+                               p.stream());
+    });
+  }
+  bool append_key(call_key& key) const {
+    key.add_type(typeid(indexed_partial));
+    add_span_key(key, r);
+    return add_state_key(key, op);
+  }
+};
 
 // ---- root folds ----------------------------------------------------------------------
 
@@ -226,15 +273,8 @@ struct fold_minmax {
 template <class T, class S, class Better>
 future<element_result<T>> extremum_async(const char* name, const S& r, Better better) {
   using P = indexed<T>;
-  const auto partial = [&r, better](std::size_t i, place_state& p, P* out) {
-    const auto s = r.segment_at(i);
-    const index_value<T> tf{s.data};
-    run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return reduce_no_init<P>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, s.count, better, tf,
-                               p.stream());
-    });
-  };
-  return reduce_to_future<element_result<T>, P>(name, require_places(name, r), r.partition(), partial,
+  return reduce_to_future<element_result<T>, P>(name, require_places(name, r), r.partition(),
+                                                indexed_partial<P, S, Better, index_value<T>>{r, better},
                                                 fold_element<T, Better>{better}, element_result<T>{r.size(), T{}});
 }
 
@@ -243,7 +283,7 @@ future<bool> quantifier_async(const char* name, const R& r_in, Pred pred, quanti
   const auto r = as_span(r_in);
   return reduce_to_future<bool, std::uint64_t>(
       name, require_places(name, r), r.partition(),
-      reduce_partial<std::uint64_t>(r, ::cuda::std::plus<std::uint64_t>{}, count_fn<Pred>{pred}),
+      make_reduce_partial<std::uint64_t>(r, ::cuda::std::plus<std::uint64_t>{}, count_fn<Pred>{pred}),
       fold_quantifier{q, r.size()}, q != quantifier::any);
 }
 
@@ -258,7 +298,7 @@ template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_di
 future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform) {
   const auto r = detail::as_span(r_in);
   return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", detail::require_places("strata::transform_reduce", r),
-                                            r.partition(), detail::reduce_partial<Acc>(r, op, transform),
+                                            r.partition(), detail::make_reduce_partial<Acc>(r, op, transform),
                                             detail::fold_with_init<Acc, Op>{init, op}, init);
 }
 /// transform_reduce, waiting for the value. See transform_reduce_async.
@@ -278,7 +318,7 @@ future<Acc> transform_reduce_async(const RA& a_in, const RB& b_in, Acc init, Op 
   const auto b = detail::as_span(b_in);
   detail::require_same_layout("strata::transform_reduce", a, b);
   return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", a.places(), a.partition(),
-                                            detail::reduce2_partial<Acc>(a, b, op, f),
+                                            detail::make_reduce2_partial<Acc>(a, b, op, f),
                                             detail::fold_with_init<Acc, Op>{init, op}, init);
 }
 /// Binary transform_reduce, waiting for the value. See the async form.
@@ -365,13 +405,8 @@ future<minmax_result<range_value_t<R>>> minmax_async(const R& r_in, Comp comp = 
   using T = range_value_t<R>;
   using P = detail::extrema<T>;
   const auto r = detail::as_span(r_in);
-  const auto partial = [&r, comp](std::size_t i, detail::place_state& p, P* out) {
-    const auto s = r.segment_at(i);
-    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return detail::reduce_no_init<P>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, s.count,
-                                       detail::minmax_op<Comp>{comp}, detail::index_value2<T>{s.data}, p.stream());
-    });
-  };
+  const detail::indexed_partial<P, decltype(r), detail::minmax_op<Comp>, detail::index_value2<T>> partial{
+      r, detail::minmax_op<Comp>{comp}};
   const element_result<T> none{r.size(), T{}};
   return detail::reduce_to_future<minmax_result<T>, P>("strata::minmax", detail::require_places("strata::minmax", r),
                                                        r.partition(), partial, detail::fold_minmax<T, Comp>{comp},
@@ -423,7 +458,7 @@ future<bool> equal_async(const RA& a_in, const RB& b_in) {
   detail::require_same_layout("strata::equal", a, b);
   return detail::reduce_to_future<bool, std::uint64_t>(
       "strata::equal", a.places(), a.partition(),
-      detail::reduce2_partial<std::uint64_t>(a, b, ::cuda::std::plus<std::uint64_t>{}, detail::not_equal_fn{}),
+      detail::make_reduce2_partial<std::uint64_t>(a, b, ::cuda::std::plus<std::uint64_t>{}, detail::not_equal_fn{}),
       detail::fold_quantifier{detail::quantifier::none, a.size()}, true);
 }
 /// True if the ranges hold equal elements at every index (see equal_async).

@@ -6,6 +6,7 @@
 
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/fan_out.cuh>
+#include <strata/detail/graph_cache.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/error.hpp>
 #include <strata/future.cuh>
@@ -16,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <typeinfo>
+#include <vector>
 
 namespace strata::detail {
 
@@ -57,7 +60,8 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   t.size = 0;
   const cudaEvent_t merge_done = s.merge_done_event();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    if (i != 0 && s.merge_used) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
+    // (Inside a capture the fork from the root orders the places after the previous merge.)
+    if (i != 0 && s.merge_used && !s.capturing) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
     P* out = merge_slot<P>(s, i, 0);
     partial(i, p, out);
     if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
@@ -96,9 +100,143 @@ struct fold_task {
   __device__ void operator()() const { *out = fold(table); }
 };
 
+/// Appends what a captured call bakes in of a range: its places, segment pointers and counts.
+template <class T>
+void add_span_key(call_key& key, const distributed_span<T>& r) {
+  key.add(&r.places().state());
+  for (std::size_t i = 0; i < r.segment_count(); ++i) {
+    key.add(static_cast<const void*>(r.segment_at(i).data));
+    key.add(r.partition().count(i));
+  }
+}
+
+/// Appends a functor's state, if it can be compared bytewise; returns false otherwise (the
+/// call is then never captured).
+template <class F>
+bool add_state_key(call_key& key, const F& f) {
+  if constexpr (std::is_trivially_copyable_v<F>) {
+    key.add_type(typeid(F));
+    key.add(f);
+    return true;
+  } else {
+    (void)key;
+    (void)f;
+    return false;
+  }
+}
+
+template <class Task>
+void set_fold_params(cached_graph& g, Task& task) {
+  void* args[] = {&task};
+  g.fold_params.kernelParams = args;
+  STRATA_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g.exec, g.fold_node, &g.fold_params));
+}
+
+/// Captures gather + fold of one call into a graph (the root stream forks to every place that
+/// has a segment and joins them back). Returns nullptr, leaving nothing behind, if the work
+/// cannot be captured.
+template <class P, class R, class Fold, class Partial>
+std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part, Partial& partial, const Fold& fold) {
+  using task_t = fold_task<P, R, Fold>;
+  place_state& root = s.root();
+  device_guard g(root.device());
+  if (cudaStreamBeginCapture(root.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  s.capturing = true;
+  for (auto& p : s.places) p->capturing = true;
+  bool ok = true;
+  try {
+    STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+      if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.event(), 0));
+    });
+    const slot_table<P> t = gather<P>(s, part, partial);
+    device_guard rg(root.device());
+    root_task_kernel<<<1, 1, 0, root.stream()>>>(task_t{t, nullptr, fold});
+    STRATA_CUDA_CHECK(cudaGetLastError());
+  } catch (...) {
+    ok = false;
+  }
+  s.capturing = false;
+  for (auto& p : s.places) p->capturing = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(root.stream(), &graph);
+  auto cg = std::make_unique<cached_graph>();
+  cg->graph = graph;
+  if (!ok || end != cudaSuccess || graph == nullptr ||
+      cudaGraphInstantiate(&cg->exec, graph, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  std::size_t count = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess) return nullptr;
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) return nullptr;
+  const void* fold_fn = reinterpret_cast<const void*>(&root_task_kernel<task_t>);
+  for (cudaGraphNode_t n : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(n, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams kp{};
+    if (cudaGraphKernelNodeGetParams(n, &kp) == cudaSuccess && kp.func == fold_fn) {
+      cg->fold_node = n;
+      cg->fold_params = kp;
+    }
+  }
+  (void)cudaGetLastError();
+  if (cg->fold_node == nullptr) return nullptr;
+  ++s.graphs.captures;
+  return cg;
+}
+
+/// Replays a captured call: the graph is ordered after earlier work on every place that takes
+/// part (events into the root) and later work on those places after it (the merge event), as an
+/// eager call would be.
+template <class P, class R, class Fold>
+void replay_reduce(set_state& s, const partition& part, cached_graph& g, const slot_table<P>& t, R* out,
+                   const Fold& fold) {
+  place_state& root = s.root();
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+    if (i == 0) return;
+    STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
+    device_guard rg(root.device());
+    STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), p.event(), 0));
+  });
+  device_guard g0(root.device());
+  active_place_scope a(0);
+  fold_task<P, R, Fold> task{t, out, fold};
+  set_fold_params(g, task);
+  STRATA_CUDA_CHECK(cudaGraphLaunch(g.exec, root.stream()));
+  STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), root.stream()));
+  s.merge_used = true;
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+    if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.merge_done_event(), 0));
+  });
+  ++s.graphs.replays;
+}
+
+/// The slot table a capture of this call recorded (the same for every replay of one key).
+template <class P>
+slot_table<P> slot_table_of(set_state& s, const partition& part) {
+  slot_table<P> t{};
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    if (part.count(i) == 0) continue;
+    const int j = t.size++;
+    t.ptr[j] = merge_slot<P>(s, i, 0);
+    t.offset[j] = part.offset(i);
+    t.place[j] = static_cast<int>(i);
+  }
+  return t;
+}
+
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
 /// segment, fold them on the root into an R written to a pinned result slot, and return a
 /// future for it. An empty partition does no device work and returns `empty_value`, ready.
+///
+/// `partial(i, place, out)` enqueues segment i's partial; `partial.append_key(key)` describes
+/// what its kernels bake in (returning false keeps the call out of the graph cache). Repeated
+/// identical calls are replayed from a CUDA graph (see graph_cache.cuh).
 template <class R, class P, class Partial, class Fold>
 future<R> reduce_to_future(const char* name, const device_set& set, const partition& part, Partial&& partial,
                            const Fold& fold, const R& empty_value) {
@@ -106,10 +244,31 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
   call_scope scope(set, name);
   if (part.size() == 0) return future<R>(empty_value);
   set_state& s = scope.state();
-  const slot_table<P> t = gather<P>(s, part, partial);
+
+  graph_cache::entry* cached = nullptr;
+  if (s.use_graphs) {
+    call_key key;
+    key.add_type(typeid(Fold));
+    bool keyable = partial.append_key(key);
+    for_each_segment(s, part, [&](std::size_t, place_state& p) {
+      key.add(p.temp_storage_pointer());
+      key.add(p.temp_storage_bytes());
+    });
+    if (keyable) cached = &s.graphs.lookup(key.bytes());
+  }
+  if (cached != nullptr && !cached->graph && !cached->failed && ++cached->seen >= 2) {
+    cached->graph = capture_reduce<P, R>(s, part, partial, fold);
+    if (!cached->graph) cached->failed = true;
+  }
+
   result_slot slot = s.acquire_slot();
   try {
-    run_on_root(s, fold_task<P, R, Fold>{t, static_cast<R*>(slot.host), fold});
+    if (cached != nullptr && cached->graph) {
+      replay_reduce<P>(s, part, *cached->graph, slot_table_of<P>(s, part), static_cast<R*>(slot.host), fold);
+    } else {
+      const slot_table<P> t = gather<P>(s, part, partial);
+      run_on_root(s, fold_task<P, R, Fold>{t, static_cast<R*>(slot.host), fold});
+    }
     device_guard g(s.root_device());
     STRATA_CUDA_CHECK(cudaEventRecord(slot.done, s.root().stream()));
   } catch (...) {

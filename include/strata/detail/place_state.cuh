@@ -3,6 +3,7 @@
 #pragma once
 
 #include <strata/detail/device_guard.cuh>
+#include <strata/detail/graph_cache.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/error.hpp>
 
@@ -52,6 +53,7 @@ class place_state {
   /// buffer. Call with the place's device current.
   void* temp_storage(std::size_t bytes) {
     if (bytes <= temp_bytes_) return temp_;
+    if (capturing) throw capture_abort{};  // cannot synchronise or allocate inside a capture
     STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
     const std::size_t grown = bytes + bytes / 2;
     void* fresh = device_allocate(device_, grown);
@@ -62,6 +64,10 @@ class place_state {
   }
 
   std::size_t temp_storage_bytes() const noexcept { return temp_bytes_; }
+  const void* temp_storage_pointer() const noexcept { return temp_; }
+
+  /// Set while the place's work is being captured into a graph.
+  bool capturing = false;
 
  private:
   int device_;

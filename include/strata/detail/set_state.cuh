@@ -3,6 +3,7 @@
 #pragma once
 
 #include <strata/detail/device_guard.cuh>
+#include <strata/detail/graph_cache.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/detail/place_state.cuh>
 #include <strata/error.hpp>
@@ -39,6 +40,7 @@ class set_state {
   ~set_state() {
     // Places first (they drain their streams), then what the root owned.
     places.clear();
+    graphs.clear();
     if (!root_events_.empty() || merge_dev_ != nullptr) {
       int previous = -1;
       (void)cudaGetDevice(&previous);
@@ -61,6 +63,11 @@ class set_state {
   std::vector<char> peer;
   int visible_devices = 0;
   bool force_host_staging = false;
+  /// Replay repeated value-returning calls as CUDA graphs (device_set_options::use_graphs).
+  bool use_graphs = true;
+  /// True while this set's root stream is capturing a call.
+  bool capturing = false;
+  graph_cache graphs;
   /// Serialises the enqueueing of algorithm calls made through this set from several threads.
   std::mutex call_mutex;
 
