@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -40,6 +41,18 @@ const strata::device_set& places(int p) {
   static std::map<int, strata::device_set> sets;
   auto it = sets.find(p);
   if (it == sets.end()) it = sets.emplace(p, p == 0 ? strata::device_set::all() : strata::device_set::repeat(0, static_cast<std::size_t>(p))).first;
+  return it->second;
+}
+
+// The same place counts with graph replay off: the eager path's latency.
+const strata::device_set& eager_places(int p) {
+  static std::map<int, strata::device_set> sets;
+  auto it = sets.find(p);
+  if (it == sets.end()) {
+    strata::device_set_options o;
+    o.use_graphs = false;
+    it = sets.emplace(p, p == 0 ? strata::device_set::all(o) : strata::device_set::repeat(0, static_cast<std::size_t>(p), o)).first;
+  }
   return it->second;
 }
 
@@ -158,6 +171,23 @@ void random_fill(strata::distributed_vector<T>& v) {
 
 std::uint64_t size_of(const benchmark::State& st) { return 1ull << st.range(0); }
 
+// The timed loop of every throughput case: `op()` enqueues one operation (and may return a
+// future, collected after the stop event so the host wait is not timed).
+template <class Op>
+void timed_loop(benchmark::State& st, span_timer& t, Op&& op) {
+  for (auto _ : st) {
+    t.start();
+    if constexpr (std::is_void_v<decltype(op())>) {
+      op();
+      st.SetIterationTime(t.stop());
+    } else {
+      auto f = op();
+      st.SetIterationTime(t.stop());
+      benchmark::DoNotOptimize(f.get());
+    }
+  }
+}
+
 void finish(benchmark::State& st, double bytes_per_op) {
   st.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_op * static_cast<double>(st.iterations())));
   st.counters["elements"] = static_cast<double>(size_of(st));
@@ -171,12 +201,7 @@ void strata_reduce(benchmark::State& st) {
   strata::distributed_vector<T> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   random_fill(v);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    auto f = strata::reduce_async(v);
-    st.SetIterationTime(t.stop());
-    benchmark::DoNotOptimize(f.get());
-  }
+  timed_loop(st, t, [&] { return strata::reduce_async(v); });
   finish(st, size_of(st) * sizeof(T));
 }
 
@@ -186,12 +211,7 @@ void strata_dot(benchmark::State& st) {
   random_fill(a);
   random_fill(b);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    auto f = strata::transform_reduce_async(a, b, 0.0, cuda::std::plus<>{}, mul_to_double{});
-    st.SetIterationTime(t.stop());
-    benchmark::DoNotOptimize(f.get());
-  }
+  timed_loop(st, t, [&] { return strata::transform_reduce_async(a, b, 0.0, cuda::std::plus<>{}, mul_to_double{}); });
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
@@ -200,12 +220,7 @@ void strata_count_if(benchmark::State& st) {
   strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   random_fill(a);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    auto f = strata::count_if_async(a, positive_fn{});
-    st.SetIterationTime(t.stop());
-    benchmark::DoNotOptimize(f.get());
-  }
+  timed_loop(st, t, [&] { return strata::count_if_async(a, positive_fn{}); });
   finish(st, size_of(st) * sizeof(float));
 }
 
@@ -214,12 +229,7 @@ void strata_min_element(benchmark::State& st) {
   strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   random_fill(a);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    auto f = strata::min_element_async(a);
-    st.SetIterationTime(t.stop());
-    benchmark::DoNotOptimize(f.get());
-  }
+  timed_loop(st, t, [&] { return strata::min_element_async(a); });
   finish(st, size_of(st) * sizeof(float));
 }
 
@@ -246,11 +256,7 @@ void strata_saxpy(benchmark::State& st) {
   random_fill(x);
   random_fill(y);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    strata::transform(x, y, out, saxpy_fn{2.0f}, strata::nosync);
-    st.SetIterationTime(t.stop());
-  }
+  timed_loop(st, t, [&] { strata::transform(x, y, out, saxpy_fn{2.0f}, strata::nosync); });
   finish(st, 3.0 * size_of(st) * sizeof(float));
 }
 
@@ -258,11 +264,7 @@ void strata_fill(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
   strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    strata::fill(x, 1.5f, strata::nosync);
-    st.SetIterationTime(t.stop());
-  }
+  timed_loop(st, t, [&] { strata::fill(x, 1.5f, strata::nosync); });
   finish(st, size_of(st) * sizeof(float));
 }
 
@@ -276,11 +278,7 @@ void strata_copy_relayout(benchmark::State& st) {
   strata::distributed_vector<float> y(size_of(st), set, strata::partition_policy::weighted(w), strata::no_init);
   random_fill(x);
   span_timer t(set);
-  for (auto _ : st) {
-    t.start();
-    strata::copy(x, y, strata::nosync);
-    st.SetIterationTime(t.stop());
-  }
+  timed_loop(st, t, [&] { strata::copy(x, y, strata::nosync); });
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
@@ -306,11 +304,7 @@ void cub_reduce(benchmark::State& st) {
   const std::uint64_t n = size_of(st);
   dbuf<T> in(n), out(1);
   random_fill(in.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    a.run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, in.p, out.p, n, a.s); });
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) { return cub::DeviceReduce::Sum(p, b, in.p, out.p, n, a.s); }); });
   finish(st, n * sizeof(T));
 }
 
@@ -321,14 +315,10 @@ void cub_dot(benchmark::State& st) {
   dbuf<double> out(1);
   random_fill(x.p, n, a.s);
   random_fill(y.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    a.run([&](void* p, std::size_t& b) {
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
       return cub::DeviceReduce::TransformReduce(p, b, thrust::counting_iterator<std::uint64_t>(0), out.p, n,
                                                 cuda::std::plus<>{}, dot_at{x.p, y.p}, 0.0, a.s);
-    });
-    st.SetIterationTime(a.t.stop());
-  }
+    }); });
   finish(st, 2.0 * n * sizeof(float));
 }
 
@@ -338,14 +328,10 @@ void cub_count_if(benchmark::State& st) {
   dbuf<float> x(n);
   dbuf<std::uint64_t> out(1);
   random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    a.run([&](void* p, std::size_t& b) {
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
       return cub::DeviceReduce::TransformReduce(p, b, x.p, out.p, n, cuda::std::plus<>{}, count_positive_fn{},
                                                 std::uint64_t{0}, a.s);
-    });
-    st.SetIterationTime(a.t.stop());
-  }
+    }); });
   finish(st, n * sizeof(float));
 }
 
@@ -355,13 +341,9 @@ void cub_min_element(benchmark::State& st) {
   dbuf<float> x(n), v(1);
   dbuf<std::int64_t> idx(1);
   random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    a.run([&](void* p, std::size_t& b) {
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
       return cub::DeviceReduce::ArgMin(p, b, x.p, v.p, idx.p, static_cast<std::int64_t>(n), a.s);
-    });
-    st.SetIterationTime(a.t.stop());
-  }
+    }); });
   finish(st, n * sizeof(float));
 }
 
@@ -371,16 +353,12 @@ void cub_scan(benchmark::State& st) {
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n), y(n);
   random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    a.run([&](void* p, std::size_t& b) {
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
       if constexpr (Exclusive)
         return cub::DeviceScan::ExclusiveSum(p, b, x.p, y.p, n, a.s);
       else
         return cub::DeviceScan::InclusiveSum(p, b, x.p, y.p, n, a.s);
-    });
-    st.SetIterationTime(a.t.stop());
-  }
+    }); });
   finish(st, 2.0 * n * sizeof(float));
 }
 
@@ -390,11 +368,7 @@ void cub_saxpy(benchmark::State& st) {
   dbuf<float> x(n), y(n), out(n);
   random_fill(x.p, n, a.s);
   random_fill(y.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(x.p, y.p), out.p, n, saxpy_fn{2.0f}, a.s));
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::make_tuple(x.p, y.p), out.p, n, saxpy_fn{2.0f}, a.s)); });
   finish(st, 3.0 * n * sizeof(float));
 }
 
@@ -402,11 +376,7 @@ void cub_fill(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n);
-  for (auto _ : st) {
-    a.t.start();
-    BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::tuple<>{}, x.p, n, fill_gen{1.5f}, a.s));
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::tuple<>{}, x.p, n, fill_gen{1.5f}, a.s)); });
   finish(st, n * sizeof(float));
 }
 
@@ -415,11 +385,7 @@ void cub_copy(benchmark::State& st) {  // the anchor of a copy: one device-to-de
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n), y(n);
   random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    BENCH_CHECK(cudaMemcpyAsync(y.p, x.p, n * sizeof(float), cudaMemcpyDeviceToDevice, a.s));
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { BENCH_CHECK(cudaMemcpyAsync(y.p, x.p, n * sizeof(float), cudaMemcpyDeviceToDevice, a.s)); });
   finish(st, 2.0 * n * sizeof(float));
 }
 
@@ -441,11 +407,7 @@ void thrust_inclusive_scan(benchmark::State& st) {
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n), y(n);
   random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    thrust::inclusive_scan(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, y.p);
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { thrust::inclusive_scan(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, y.p); });
   finish(st, 2.0 * n * sizeof(float));
 }
 
@@ -453,18 +415,15 @@ void thrust_fill(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n);
-  for (auto _ : st) {
-    a.t.start();
-    thrust::fill(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, 1.5f);
-    st.SetIterationTime(a.t.stop());
-  }
+  timed_loop(st, a.t, [&] { thrust::fill(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, 1.5f); });
   finish(st, n * sizeof(float));
 }
 
 // ---- small-size latency: value on the host, wall clock ------------------------------------
 
+template <bool Graphs>
 void latency_strata_reduce(benchmark::State& st) {
-  const auto& set = places(static_cast<int>(st.range(1)));
+  const auto& set = Graphs ? places(static_cast<int>(st.range(1))) : eager_places(static_cast<int>(st.range(1)));
   strata::distributed_vector<float> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   random_fill(v);
   (void)strata::reduce(v);
@@ -543,9 +502,12 @@ void register_all() {
   }
   auto* lc = benchmark::RegisterBenchmark("latency_cub/reduce_f32", latency_cub_reduce);
   lc->Arg(20)->UseManualTime()->Unit(benchmark::kMicrosecond);
-  auto* ls = benchmark::RegisterBenchmark("latency_strata/reduce_f32", latency_strata_reduce);
+  auto* ls = benchmark::RegisterBenchmark("latency_strata/reduce_f32", latency_strata_reduce<true>);
   for (int p : place_counts) ls->Args({20, p});
   ls->UseManualTime()->Unit(benchmark::kMicrosecond);
+  auto* le = benchmark::RegisterBenchmark("latency_strata_eager/reduce_f32", latency_strata_reduce<false>);
+  for (int p : place_counts) le->Args({20, p});
+  le->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace

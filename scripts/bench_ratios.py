@@ -55,8 +55,9 @@ def main():
     if base:
         print("\nreduce 2^20 f32, value on host (wall clock): CUB reduce + copy %.1f us" % base)
         for (impl, p), t in sorted(lat.items()):
-            if impl == "latency_strata":
-                print("  strata %-3s places: %7.1f us  (%.2fx CUB)" % ("all" if p == 0 else p, t, t / base))
+            if impl.startswith("latency_strata"):
+                mode = "eager" if impl.endswith("eager") else "graph replay"
+                print("  strata %-3s places, %-12s: %7.1f us  (%.2fx CUB)" % ("all" if p == 0 else p, mode, t, t / base))
 
 
 if __name__ == "__main__":

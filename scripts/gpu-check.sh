@@ -50,10 +50,10 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
 elif [ $status -eq 0 ]; then
   {
     echo "=== ctest (peer access / direct where available) ==="
-    ctest --test-dir "$build" --output-on-failure -j2
+    ctest --test-dir "$build" --output-on-failure -j4
     echo "ctest_rc=$?"
     echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="
-    STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j2
+    STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j4
     echo "staged_rc=$?"
   } >"$out/tests.log" 2>&1
   grep -E "tests passed|tests failed|_rc=" "$out/tests.log"

@@ -9,7 +9,6 @@ using namespace strata_test;
 
 template <class T>
 class ReduceTyped : public ::testing::Test {};
-using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
 TYPED_TEST_SUITE(ReduceTyped, ValueTypes);
 
 template <class T>

@@ -6,7 +6,6 @@ using namespace strata_test;
 
 template <class T>
 class ScanTyped : public ::testing::Test {};
-using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
 TYPED_TEST_SUITE(ScanTyped, ValueTypes);
 
 // Compares a scan's output element by element (exact for integers, relative for floating).

@@ -122,6 +122,9 @@ inline std::string where(const named_set& s, std::uint64_t n, std::uint64_t seed
   return s.name + ", n=" + std::to_string(n) + ", seed=" + std::to_string(seed);
 }
 
+/// The arithmetic value types of the typed tests (the custom struct has tests of its own).
+using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
+
 /// {float lo, hi}: the custom trivially copyable type of the typed tests, with min/max ops.
 struct range2 {
   float lo, hi;
