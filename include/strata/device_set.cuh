@@ -65,7 +65,7 @@ class device_set {
   static device_set all(device_set_options options = {}) {
     const int n = visible_device_count();
     if (n == 0)
-      throw cuda_error(cudaErrorNoDevice, "strata::device_set::all(): no CUDA device is visible", -1, __FILE__,
+      throw cuda_error(cudaErrorNoDevice, "strata::device_set::all()", -1, __FILE__,
                        __LINE__);
     std::vector<int> ordinals(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) ordinals[static_cast<std::size_t>(i)] = i;
