@@ -5,6 +5,7 @@
 #include "test_util.cuh"
 
 #include <functional>
+#include <cstdio>
 #include <numeric>
 
 using namespace strata_test;
@@ -59,6 +60,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
   const auto live_before = c.device_allocs.load() - c.device_frees.load();
   const auto host_before = c.host_allocs.load() - c.host_frees.load();
 
+  const auto captures_before = set.state().graphs.captures;
   int surfaced = 0;
   for (const auto& [name, call] : algos)
     for (int place = 0; place < 4; ++place)
@@ -82,6 +84,9 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
         EXPECT_TRUE(call()) << name << " is wrong after a fault";
       }
   EXPECT_GT(surfaced, 100);
+  std::printf("graphs: %llu captures during the fault loop, %llu replays in all\n",
+              static_cast<unsigned long long>(set.state().graphs.captures - captures_before),
+              static_cast<unsigned long long>(set.state().graphs.replays));
   set.synchronize();
   EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
   EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";

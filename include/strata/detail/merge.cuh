@@ -147,6 +147,18 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
   s.capturing = true;
   for (auto& p : s.places) p->capturing = true;
   bool ok = true;
+  // Ends the capture and restores the flags, whatever happens inside it.
+  const auto end_capture = [&]() -> cudaGraph_t {
+    s.capturing = false;
+    for (auto& p : s.places) p->capturing = false;
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(root.stream(), &graph) != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      return nullptr;
+    }
+    return graph;
+  };
   try {
     STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
@@ -156,17 +168,17 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
     device_guard rg(root.device());
     root_task_kernel<<<1, 1, 0, root.stream()>>>(task_t{t, nullptr, fold});
     STRATA_CUDA_CHECK(cudaGetLastError());
+  } catch (const capture_abort&) {
+    ok = false;  // the work needs something a capture cannot hold: run it eagerly
   } catch (...) {
-    ok = false;
+    // A CUDA failure is the caller's to see, as in an eager call.
+    if (cudaGraph_t g = end_capture()) (void)cudaGraphDestroy(g);
+    throw;
   }
-  s.capturing = false;
-  for (auto& p : s.places) p->capturing = false;
-  cudaGraph_t graph = nullptr;
-  const cudaError_t end = cudaStreamEndCapture(root.stream(), &graph);
+  cudaGraph_t graph = end_capture();
   auto cg = std::make_unique<cached_graph>();
   cg->graph = graph;
-  if (!ok || end != cudaSuccess || graph == nullptr ||
-      cudaGraphInstantiate(&cg->exec, graph, 0) != cudaSuccess) {
+  if (!ok || graph == nullptr || cudaGraphInstantiate(&cg->exec, graph, 0) != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
