@@ -38,12 +38,14 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   for tool in memcheck racecheck initcheck synccheck; do
     extra=()
     [ $tool = memcheck ] && extra=(--leak-check full)
-    for name in ${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container}; do
+    # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
+    # as an API error, and the tools' own device memory defeats its free-memory comparison.)
+    for name in ${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults}; do
       t="$build/tests/$name"
       [ -x "$t" ] || continue
       echo "=== $tool $(basename "$t") ===" >>"$out/sanitize.log"
       STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-45}" "$cs" --tool $tool "${extra[@]}" --error-exitcode 1 \
-        "$t" --gtest_brief=1 --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*}" \
+        "$t" --gtest_brief=1 --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
         >>"$out/sanitize.log" 2>&1
       rc=$?
       echo "=== $tool $(basename "$t") rc=$rc ===" | tee -a "$out/sanitize.log"
