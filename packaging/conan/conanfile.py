@@ -48,6 +48,7 @@ class StrataConan(ConanFile):
         tc.cache_variables["STRATA_BUILD_TESTS"] = False
         tc.cache_variables["STRATA_BUILD_BENCHMARKS"] = False
         tc.cache_variables["STRATA_BUILD_EXAMPLES"] = False
+        tc.cache_variables["STRATA_BUILD_DOCS"] = False
         tc.generate()
 
     def build(self):

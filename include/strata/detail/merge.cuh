@@ -147,8 +147,17 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
   s.capturing = true;
   for (auto& p : s.places) p->capturing = true;
   bool ok = true;
-  // Ends the capture and restores the flags, whatever happens inside it.
+  std::vector<place_state*> forked;
+  // Ends the capture and restores the flags, whatever happens inside it. Every place that was
+  // forked into the capture is joined back first: ending a capture with unjoined work is an
+  // error of its own (seen under compute-sanitizer when a fault hit a capture).
   const auto end_capture = [&]() -> cudaGraph_t {
+    for (place_state* p : forked) {
+      device_guard pg(p->device());
+      (void)cudaEventRecord(p->event(), p->stream());
+      (void)cudaStreamWaitEvent(root.stream(), p->event(), 0);
+    }
+    (void)cudaGetLastError();
     s.capturing = false;
     for (auto& p : s.places) p->capturing = false;
     cudaGraph_t graph = nullptr;
@@ -162,9 +171,12 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
   try {
     STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-      if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.event(), 0));
+      if (i == 0) return;
+      STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.event(), 0));
+      forked.push_back(&p);
     });
     const slot_table<P> t = gather<P>(s, part, partial);
+    forked.clear();  // gather joined every place to the root
     device_guard rg(root.device());
     root_task_kernel<<<1, 1, 0, root.stream()>>>(task_t{t, nullptr, fold});
     STRATA_CUDA_CHECK(cudaGetLastError());

@@ -19,6 +19,7 @@ vcpkg_cmake_configure(
     -DSTRATA_BUILD_TESTS=OFF
     -DSTRATA_BUILD_BENCHMARKS=OFF
     -DSTRATA_BUILD_EXAMPLES=OFF
+    -DSTRATA_BUILD_DOCS=OFF
     "-DCMAKE_CUDA_COMPILER=${cuda_toolkit_root}/bin/nvcc"
 )
 vcpkg_cmake_install()
