@@ -1,0 +1,52 @@
+// The graph cache's call keys (host logic, no device needed): stateless functors key by type
+// alone (an empty object's byte is indeterminate), stateful ones by type and bytes.
+#include <strata/detail/merge.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <typeinfo>
+
+namespace {
+
+struct empty_op {
+  __host__ __device__ int operator()(int a, int b) const { return a + b; }
+};
+struct scaled_op {
+  int k;
+  __host__ __device__ int operator()(int a, int b) const { return k * (a + b); }
+};
+struct not_trivially_copyable {
+  std::string s;
+};
+
+template <class F>
+std::string key_of(const F& f, bool* keyable = nullptr) {
+  strata::detail::call_key k;
+  const bool ok = strata::detail::add_state_key(k, f);
+  if (keyable) *keyable = ok;
+  return k.bytes();
+}
+
+}  // namespace
+
+TEST(GraphKeys, EmptyFunctorsKeyByTypeOnly) {
+  empty_op a, b;
+  std::memset(static_cast<void*>(&a), 0x11, sizeof a);  // what an empty object's byte holds is arbitrary
+  std::memset(static_cast<void*>(&b), 0x77, sizeof b);
+  EXPECT_EQ(key_of(a), key_of(b));
+  EXPECT_EQ(key_of(a), std::string(typeid(empty_op).name()) + '\0');
+}
+
+TEST(GraphKeys, StatefulFunctorsKeyByValue) {
+  EXPECT_EQ(key_of(scaled_op{3}), key_of(scaled_op{3}));
+  EXPECT_NE(key_of(scaled_op{3}), key_of(scaled_op{4}));
+  EXPECT_NE(key_of(scaled_op{3}), key_of(empty_op{}));
+}
+
+TEST(GraphKeys, StateThatCannotBeComparedBytewiseIsNotCached) {
+  bool keyable = true;
+  (void)key_of(not_trivially_copyable{"x"}, &keyable);
+  EXPECT_FALSE(keyable);
+}
