@@ -56,34 +56,25 @@ struct widen_u64 {
 
 TYPED_TEST(ReduceTyped, SumReduceAndInit) {
   using T = TypeParam;
-  for (const auto& s : sets())
-    for (std::uint64_t n : sizes()) {
-      const std::uint64_t seed = fresh_seed();
-      SCOPED_TRACE(where(s, n, seed));
-      const auto h = random_vector<T>(n, seed);
-      strata::distributed_vector<T> v(h, s.set);
+  for_each_case<T>([](const named_set&, std::uint64_t n, const std::vector<T>& h, strata::distributed_vector<T>& v) {
       expect_value(strata::reduce(v), host_sum(h), n, "reduce(r)");
       const T init = T(3);
-      if constexpr (std::is_unsigned_v<T>)
+      if constexpr (std::is_unsigned_v<T>) {
         EXPECT_EQ(strata::reduce(v, init, cuda::std::plus<>{}), static_cast<T>(static_cast<T>(host_sum(h)) + 3u));
-      else
+      } else {
         expect_value(strata::reduce(v, init, cuda::std::plus<>{}), host_sum(h) + 3, n, "reduce(r, 3, plus)");
+      }
       auto f = strata::reduce_async(v);
       f.wait();
       EXPECT_TRUE(f.ready());
       expect_value(f.get(), host_sum(h), n, "reduce_async");
       EXPECT_FALSE(f.valid());
-    }
+  });
 }
 
 TYPED_TEST(ReduceTyped, MaxAsReduceAndCountFamily) {
   using T = TypeParam;
-  for (const auto& s : sets())
-    for (std::uint64_t n : sizes()) {
-      const std::uint64_t seed = fresh_seed();
-      SCOPED_TRACE(where(s, n, seed));
-      const auto h = random_vector<T>(n, seed);
-      strata::distributed_vector<T> v(h, s.set);
+  for_each_case<T>([](const named_set&, std::uint64_t n, const std::vector<T>& h, strata::distributed_vector<T>& v) {
       const T lowest = std::numeric_limits<T>::lowest();
       const T want_max = h.empty() ? lowest : *std::max_element(h.begin(), h.end());
       EXPECT_EQ(strata::reduce(v, lowest, cuda::maximum<>{}), want_max);
@@ -96,7 +87,7 @@ TYPED_TEST(ReduceTyped, MaxAsReduceAndCountFamily) {
       EXPECT_EQ(strata::all_of(v, pred), c == n);
       EXPECT_EQ(strata::any_of(v, pred), c > 0);
       EXPECT_EQ(strata::none_of(v, pred), c == 0);
-    }
+  });
 }
 
 TYPED_TEST(ReduceTyped, MinMaxElementsFirstOccurrence) {

@@ -54,12 +54,8 @@ struct twice {
 
 TYPED_TEST(ScanTyped, InclusiveAndExclusiveSums) {
   using T = TypeParam;
-  for (const auto& s : sets())
-    for (std::uint64_t n : sizes()) {
-      const std::uint64_t seed = fresh_seed();
-      SCOPED_TRACE(where(s, n, seed));
-      const auto h = random_vector<T>(n, seed);
-      strata::distributed_vector<T> in(h, s.set), out(n, s.set);
+  for_each_case<T>([](const named_set& s, std::uint64_t n, const std::vector<T>& h, strata::distributed_vector<T>& in) {
+      strata::distributed_vector<T> out(n, s.set);
       poison(out);
       strata::inclusive_scan(in, out);
       expect_prefix(out.to_std_vector(), host_scan(h, false, 0), "inclusive_scan");
@@ -78,7 +74,7 @@ TYPED_TEST(ScanTyped, InclusiveAndExclusiveSums) {
 
       strata::inclusive_scan(in, in);  // in place
       expect_prefix(in.to_std_vector(), host_scan(h, false, 0), "in-place inclusive_scan");
-    }
+  });
 }
 
 // 2x2 matrices of uint32 multiplied mod 2^32: associative, not commutative, exact.

@@ -122,6 +122,20 @@ inline std::string where(const named_set& s, std::uint64_t n, std::uint64_t seed
   return s.name + ", n=" + std::to_string(n) + ", seed=" + std::to_string(seed);
 }
 
+/// Runs `check(set, n, host, device)` for every set and size on fresh random data (the trace
+/// names the set, size and seed): the loop most GPU tests are made of.
+template <class T, class Check>
+void for_each_case(Check&& check) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      const auto h = random_vector<T>(n, seed);
+      strata::distributed_vector<T> v(h, s.set);
+      check(s, n, h, v);
+    }
+}
+
 /// The arithmetic value types of the typed tests (the custom struct has tests of its own).
 using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
 
