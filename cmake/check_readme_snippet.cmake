@@ -1,0 +1,20 @@
+# Checks that README.md's quick-start block is examples/quick_start.cu (from its first
+# #include on), so the snippet users copy is the one CI compiles.
+#   cmake -DREADME=<README.md> -DEXAMPLE=<quick_start.cu> -P check_readme_snippet.cmake
+file(READ "${README}" readme)
+file(READ "${EXAMPLE}" example)
+string(FIND "${readme}" "## Quick start" at)
+string(SUBSTRING "${readme}" ${at} -1 rest)
+string(FIND "${rest}" "```cpp\n" open)
+math(EXPR open "${open} + 7")
+string(SUBSTRING "${rest}" ${open} -1 rest)
+string(FIND "${rest}" "```" close)
+string(SUBSTRING "${rest}" 0 ${close} snippet)
+string(FIND "${example}" "#include <strata/strata.cuh>" inc)
+string(SUBSTRING "${example}" ${inc} -1 body)
+string(STRIP "${snippet}" snippet)
+string(STRIP "${body}" body)
+if(NOT snippet STREQUAL body)
+  message(FATAL_ERROR "README.md's quick start differs from examples/quick_start.cu")
+endif()
+message(STATUS "README quick start matches examples/quick_start.cu")
