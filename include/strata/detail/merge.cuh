@@ -50,31 +50,48 @@ P* merge_slot(set_state& s, std::size_t i, int region) {
   return reinterpret_cast<P*>(base + (static_cast<std::size_t>(region) * k + i) * max_merge_value_bytes);
 }
 
+/// The root stream waits on the event each other place of `t` recorded last. Call with the
+/// root's device current.
+template <class P>
+void root_waits_for(set_state& s, const slot_table<P>& t) {
+  for (int j = 0; j < t.size; ++j)
+    if (t.place[j] != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.root().stream(), s.places[t.place[j]]->event(), 0));
+}
+
+/// The slot table of a call over `part`: for the j-th non-empty segment (in segment order), its
+/// place's partial slot, its global offset and its place. It depends only on the partition,
+/// so an eager call and every replay of a captured one use the same table.
+template <class P>
+slot_table<P> slot_table_of(set_state& s, const partition& part) {
+  slot_table<P> t{};
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    if (part.count(i) == 0) continue;
+    const int j = t.size++;
+    t.ptr[j] = merge_slot<P>(s, i, 0);
+    t.offset[j] = part.offset(i);
+    t.place[j] = static_cast<int>(i);
+  }
+  return t;
+}
+
 /// Phase one of every merge. For each non-empty segment of `part`, `partial(i, place, out)`
 /// enqueues on place i the CUB call that writes the segment's partial to `out`; the place
 /// first waits until the root has consumed the previous call's partials. Afterwards the root
 /// stream waits on every place's event. Returns the table of partials, in segment order.
 template <class P, class Partial>
 slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
-  slot_table<P> t{};
-  t.size = 0;
+  const slot_table<P> t = slot_table_of<P>(s, part);
   const cudaEvent_t merge_done = s.merge_done_event();
+  int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     // (Inside a capture the fork from the root orders the places after the previous merge.)
     if (i != 0 && s.merge_used && !s.capturing) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
-    P* out = merge_slot<P>(s, i, 0);
-    partial(i, p, out);
+    partial(i, p, t.ptr[j++]);
     if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
-    const int j = t.size++;
-    t.ptr[j] = out;
-    t.offset[j] = part.offset(i);
-    t.place[j] = static_cast<int>(i);
   });
-  place_state& root = s.root();
-  device_guard g(root.device());
+  device_guard g(s.root_device());
   active_place_scope a(0);
-  for (int j = 0; j < t.size; ++j)
-    if (t.place[j] != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), s.places[t.place[j]]->event(), 0));
+  root_waits_for(s, t);
   return t;
 }
 
@@ -228,13 +245,11 @@ void replay_reduce(set_state& s, const partition& part, cached_graph& g, const s
                    const Fold& fold) {
   place_state& root = s.root();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    if (i == 0) return;
-    STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
-    device_guard rg(root.device());
-    STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), p.event(), 0));
+    if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
   });
   device_guard g0(root.device());
   active_place_scope a(0);
+  root_waits_for(s, t);
   fold_task<P, R, Fold> task{t, out, fold};
   set_fold_params(g, task);
   STRATA_CUDA_CHECK(cudaGraphLaunch(g.exec, root.stream()));
@@ -244,20 +259,6 @@ void replay_reduce(set_state& s, const partition& part, cached_graph& g, const s
     if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.merge_done_event(), 0));
   });
   ++s.graphs.replays;
-}
-
-/// The slot table a capture of this call recorded (the same for every replay of one key).
-template <class P>
-slot_table<P> slot_table_of(set_state& s, const partition& part) {
-  slot_table<P> t{};
-  for (std::size_t i = 0; i < part.places(); ++i) {
-    if (part.count(i) == 0) continue;
-    const int j = t.size++;
-    t.ptr[j] = merge_slot<P>(s, i, 0);
-    t.offset[j] = part.offset(i);
-    t.place[j] = static_cast<int>(i);
-  }
-  return t;
 }
 
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
@@ -280,10 +281,11 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
     call_key key;
     key.add_type(typeid(Fold));
     bool keyable = partial.append_key(key);
-    for_each_segment(s, part, [&](std::size_t, place_state& p) {
-      key.add(p.temp_storage_pointer());
-      key.add(p.temp_storage_bytes());
-    });
+    for (std::size_t i = 0; i < part.places(); ++i) {  // host state only: no device switch
+      if (part.count(i) == 0) continue;
+      key.add(s.places[i]->temp_storage_pointer());
+      key.add(s.places[i]->temp_storage_bytes());
+    }
     if (keyable) cached = &s.graphs.lookup(key.bytes());
   }
   if (cached != nullptr && !cached->graph && !cached->failed && ++cached->seen >= 2) {
