@@ -10,9 +10,11 @@
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
 #                                   binary (STRATA_TEST_QUICK sizes) under compute-sanitizer's
 #                                   memcheck (leak check on), racecheck, initcheck and synccheck,
-#                                   failing on any finding; log in OUT_DIR/sanitize.log
-#   STRATA_SANITIZE_TESTS, STRATA_SANITIZE_FILTER, STRATA_SANITIZE_TIMEOUT (s per binary and tool)
-#                                   choose the binaries, the gtest filter and the time cap
+#                                   side by side, failing on any finding or on a run that hits
+#                                   its time cap; log in OUT_DIR/sanitize.log
+#   STRATA_SANITIZE_TESTS, STRATA_SANITIZE_FILTER, STRATA_SANITIZE_TIMEOUT (s per binary and tool,
+#   default 150), STRATA_SANITIZE_JOBS (runs at a time, default 12)
+#                                   choose the binaries, the gtest filter, the cap, the parallelism
 set -uo pipefail
 cd "$(dirname "$0")/.."
 sanitize=0
@@ -34,28 +36,48 @@ status=0
 
 if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  : >"$out/sanitize.log"
-  for tool in memcheck racecheck initcheck synccheck; do
-    extra=()
-    [ $tool = memcheck ] && extra=(--leak-check full)
+  tools=(memcheck racecheck initcheck synccheck)
+  names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults})
+  logs=$(mktemp -d)
+  # One (tool, binary) run per job, STRATA_SANITIZE_JOBS at a time: the tools are slow on the
+  # host side, so running them side by side on one GPU keeps the whole sweep in one call.
+  sanitize_one() {
+    local tool=$1 name=$2 extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
-    for name in ${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults}; do
-      t="$build/tests/$name"
-      [ -x "$t" ] || continue
-      echo "=== $tool $(basename "$t") ===" >>"$out/sanitize.log"
-      STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-45}" "$cs" --tool $tool "${extra[@]}" --error-exitcode 1 \
-        "$t" --gtest_brief=1 --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
-        >>"$out/sanitize.log" 2>&1
-      rc=$?
-      echo "=== $tool $(basename "$t") rc=$rc ===" | tee -a "$out/sanitize.log"
-      if [ $rc -eq 124 ]; then
+    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-150}" "$cs" --tool "$tool" "${extra[@]}" \
+      --error-exitcode 1 "$build/tests/$name" --gtest_brief=1 \
+      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
+      >"$logs/$tool.$name.log" 2>&1
+    echo $? >"$logs/$tool.$name.rc"
+  }
+  start=$SECONDS
+  for tool in "${tools[@]}"; do
+    for name in "${names[@]}"; do
+      [ -x "$build/tests/$name" ] || continue
+      while [ "$(jobs -rp | wc -l)" -ge "${STRATA_SANITIZE_JOBS:-12}" ]; do wait -n; done
+      sanitize_one "$tool" "$name" &
+    done
+  done
+  wait
+  : >"$out/sanitize.log"
+  for tool in "${tools[@]}"; do
+    for name in "${names[@]}"; do
+      [ -f "$logs/$tool.$name.rc" ] || continue
+      rc=$(cat "$logs/$tool.$name.rc")
+      { echo "=== $tool $name ==="; cat "$logs/$tool.$name.log"; } >>"$out/sanitize.log"
+      echo "=== $tool $name rc=$rc ===" | tee -a "$out/sanitize.log"
+      if [ "$rc" -eq 124 ]; then
         echo "    (time cap reached: this run is incomplete, not a finding)" | tee -a "$out/sanitize.log"
-      elif [ $rc -ne 0 ]; then
+        status=1
+      elif [ "$rc" -ne 0 ]; then
         status=1
       fi
     done
   done
+  rm -rf "$logs"
+  echo "sanitizer sweep: $((SECONDS - start)) s"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/sanitize.log" | sort | uniq -c
 elif [ $status -eq 0 ]; then
   {
