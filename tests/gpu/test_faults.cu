@@ -91,3 +91,52 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
   EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
   EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";
 }
+
+// A failure while a repeated call is being captured into a graph (the second identical call
+// captures): the error surfaces, the capture is ended and dropped with every forked place joined
+// back, no stream is left capturing, nothing leaks, and later calls capture again and replay
+// correctly. Small `nth` hit the capture itself; larger ones its first replay.
+TEST(Faults, AFailureDuringGraphCaptureLeavesNoCaptureBehind) {
+  auto& inj = strata::detail::faults();
+  const std::uint64_t n = 1000003;
+  std::vector<std::int64_t> h(n);
+  std::iota(h.begin(), h.end(), std::int64_t{-400000});
+  const std::int64_t sum = std::accumulate(h.begin(), h.end(), std::int64_t{0});
+  const auto& c = strata::detail::counters();
+  const auto live_before = c.device_allocs.load() - c.device_frees.load();
+  const auto host_before = c.host_allocs.load() - c.host_frees.load();
+  int surfaced = 0;
+  for (int place = 0; place < 4; ++place)
+    for (long nth = 0; nth < 7; ++nth) {
+      SCOPED_TRACE("place " + std::to_string(place) + ", call " + std::to_string(nth));
+      const auto set = strata::device_set::repeat(0, 4);  // a fresh graph cache
+      if (!set.state().use_graphs) GTEST_SKIP() << "graph replay is off (STRATA_DISABLE_GRAPHS)";
+      strata::distributed_vector<std::int64_t> in(h, set);
+      ASSERT_EQ(strata::reduce(in), sum);  // first sighting: eager
+      const auto captures_before = set.state().graphs.captures;
+      inj.arm(place, nth);
+      bool threw = false;
+      try {
+        (void)strata::reduce(in);  // second sighting: captured, then replayed
+      } catch (const strata::cuda_error& e) {
+        threw = true;
+        EXPECT_EQ(e.device(), 0) << e.what();
+      }
+      const bool fired = inj.fired > 0;
+      inj.disarm();
+      EXPECT_EQ(threw, fired);
+      surfaced += threw ? 1 : 0;
+      for (const auto& p : set.state().places) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
+        ASSERT_EQ(cudaStreamIsCapturing(p->stream(), &status), cudaSuccess);
+        EXPECT_EQ(status, cudaStreamCaptureStatusNone) << "a place was left capturing";
+      }
+      set.synchronize();
+      for (int k = 0; k < 3; ++k) EXPECT_EQ(strata::reduce(in), sum) << "wrong after the fault";
+      EXPECT_GE(set.state().graphs.captures, captures_before + 1) << "later calls are not captured";
+      EXPECT_GE(set.state().graphs.replays, 1u);
+    }
+  EXPECT_GT(surfaced, 12);
+  EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
+  EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";
+}

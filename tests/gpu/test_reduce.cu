@@ -223,7 +223,7 @@ TEST(Reduce, MoreThan2To31Elements) {
   std::mt19937_64 g(fresh_seed());
   std::uint64_t want = 0;
   for (auto& x : h) {
-    x = static_cast<std::uint8_t>(g());
+    x = static_cast<std::uint8_t>(1 + g() % 255);  // no zero: the extrema checks below plant them
     want += x;
   }
   strata::distributed_vector<std::uint8_t> v(h, set);
@@ -233,6 +233,25 @@ TEST(Reduce, MoreThan2To31Elements) {
   strata::distributed_vector<std::uint8_t> one(h, strata::device_set::repeat(0, 1));
   EXPECT_EQ(strata::transform_reduce(one, std::uint64_t{0}, cuda::std::plus<>{}, widen), want);
   EXPECT_EQ(strata::count(one, std::uint8_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
+
+  // Extrema over a segment longer than one CUB call's 32-bit indices: the answer lies in the
+  // second chunk, then a tie across chunks goes to the first occurrence.
+  const auto first_max = static_cast<std::uint64_t>(std::max_element(h.begin(), h.end()) - h.begin());
+  const auto last_max = n - 1 - static_cast<std::uint64_t>(std::max_element(h.rbegin(), h.rend()) - h.rbegin());
+  ASSERT_GT(*std::min_element(h.begin(), h.end()), 0);
+  for (auto* w : {&one, &v}) {
+    w->set(n - 3, 0);
+    auto lo = strata::min_element(*w);
+    EXPECT_EQ(lo.index, n - 3);
+    EXPECT_EQ(lo.value, 0);
+    EXPECT_EQ(strata::max_element(*w).index, first_max);
+    const auto mm = strata::minmax(*w);
+    EXPECT_EQ(mm.min.index, n - 3);
+    EXPECT_EQ(mm.max.index, last_max);
+    w->set(5, 0);
+    EXPECT_EQ(strata::min_element(*w).index, 5u);
+    EXPECT_EQ(strata::minmax(*w).min.index, 5u);
+  }
 }
 
 struct add_k {

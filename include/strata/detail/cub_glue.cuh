@@ -34,13 +34,14 @@ struct identity_fn {
 
 /// Reduces `transform(in[0..n))` with `op` and no initial value into `*out` (n > 0): the
 /// per-segment partial of every reduce-family algorithm. The initial value passed to CUB is only
-/// for empty problems, which Strata never hands it.
-template <class Acc, class It, class Op, class Transform>
-cudaError_t reduce_no_init(void* temp, std::size_t& bytes, It in, Acc* out, std::uint64_t n, Op op,
+/// for empty problems, which Strata never hands it. `Offset` is CUB's index type inside the
+/// kernels: 64-bit by default; a 32-bit one (n < 2^32) is what CUB's own arg-reductions use.
+template <class Acc, class Offset = cub_offset, class It, class Out, class Op, class Transform>
+cudaError_t reduce_no_init(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                            Transform transform, cudaStream_t stream) {
   using init_t = cub::detail::reduce::empty_problem_init_t<Acc>;
-  return cub::DispatchTransformReduce<It, Acc*, cub_offset, Op, Transform, init_t, Acc>::Dispatch(
-      temp, bytes, in, out, static_cast<cub_offset>(n), op, init_t{}, stream, transform);
+  return cub::DispatchTransformReduce<It, Out, Offset, Op, Transform, init_t, Acc>::Dispatch(
+      temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream, transform);
 }
 
 /// Writes only the last value a scan produces: lets a CUB scan compute an ordered segment

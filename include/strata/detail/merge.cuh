@@ -195,8 +195,10 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
     STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       if (i == 0) return;
-      STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.event(), 0));
+      // Listed first: should the fork report a failure after all, joining a stream that is not
+      // capturing is harmless, while leaving a forked one unjoined would poison the capture.
       forked.push_back(&p);
+      STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.event(), 0));
     });
     const slot_table<P> t = gather<P>(s, part, partial);
     forked.clear();  // gather joined every place to the root
