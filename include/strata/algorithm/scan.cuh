@@ -1,6 +1,6 @@
 // The scan family: inclusive_scan, exclusive_scan, transform_inclusive_scan,
 // transform_exclusive_scan. One segment: a plain CUB scan. Several: reduce-then-scan. Every
-// place computes its segment's total, the root folds the totals into per-segment offsets in
+// place but the last computes its segment's total, the root folds the totals into per-segment offsets in
 // segment order (on the device), and each place runs CUB's scan seeded with its offset read
 // from device memory. Correct for associative operators that are not commutative.
 #pragma once
@@ -57,7 +57,8 @@ auto scan_input(const T* p, const Tf& tf) {
     return thrust::make_transform_iterator(p, tf);
 }
 
-// Inclusive offsets: segment 0 needs none; segment j gets p0 op ... op p(j-1).
+// Inclusive offsets: segment 0 needs none; segment j gets p0 op ... op p(j-1). The last
+// segment's total is never computed (scan_segments), so it is never read.
 template <class Acc, class Op>
 struct inclusive_offsets {
   Op op;
@@ -65,12 +66,12 @@ struct inclusive_offsets {
     Acc acc = *totals.ptr[0];
     for (int j = 1; j < totals.size; ++j) {
       *offsets.ptr[j] = acc;
-      acc = op(acc, *totals.ptr[j]);
+      if (j + 1 < totals.size) acc = op(acc, *totals.ptr[j]);
     }
   }
 };
 
-// Exclusive offsets: segment j gets init op p0 op ... op p(j-1).
+// Exclusive offsets: segment j gets init op p0 op ... op p(j-1); the last total is not read.
 template <class Acc, class Op>
 struct exclusive_offsets {
   Acc init;
@@ -79,7 +80,7 @@ struct exclusive_offsets {
     Acc acc = init;
     for (int j = 0; j < totals.size; ++j) {
       *offsets.ptr[j] = acc;
-      acc = op(acc, *totals.ptr[j]);
+      if (j + 1 < totals.size) acc = op(acc, *totals.ptr[j]);
     }
   }
 };

@@ -326,16 +326,24 @@ struct offsets_task {
 /// segment's total (gathered on the root), `fold(totals, offsets)` computes on the root the
 /// offset of the j-th segment into offsets.ptr[j] (a slot the place reaches), and
 /// `scan(i, place, j, offset_ptr)` runs once its place has waited for the offsets.
+/// No offset depends on the last segment's total, so it is not computed (that place reads its
+/// segment once instead of twice) and `fold` must not read totals.ptr[totals.size - 1].
 template <class P, class Total, class Fold, class Scan>
 void scan_segments(set_state& s, const partition& part, Total&& total, const Fold& fold, Scan&& scan) {
-  std::size_t nonempty = 0;
-  for (std::size_t i = 0; i < part.places(); ++i) nonempty += part.count(i) > 0 ? 1 : 0;
+  std::size_t nonempty = 0, last = 0;
+  for (std::size_t i = 0; i < part.places(); ++i)
+    if (part.count(i) > 0) {
+      ++nonempty;
+      last = i;
+    }
   if (nonempty == 0) return;
   if (nonempty == 1) {
     for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, 0, static_cast<const P*>(nullptr)); });
     return;
   }
-  const slot_table<P> totals = gather<P>(s, part, total);
+  const slot_table<P> totals = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
+    if (i != last) total(i, p, out);
+  });
   slot_table<P> offsets = totals;
   for (int j = 0; j < totals.size; ++j) offsets.ptr[j] = merge_slot<P>(s, static_cast<std::size_t>(totals.place[j]), 1);
   run_on_root(s, offsets_task<P, Fold>{totals, offsets, fold});
