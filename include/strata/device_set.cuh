@@ -50,6 +50,14 @@ struct device_set_options {
   bool use_graphs = true;
 };
 
+namespace detail {
+/// Whether the environment switch `name` is on: set, and neither empty nor "0".
+inline bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, "") != 0 && std::strcmp(v, "0") != 0;
+}
+}  // namespace detail
+
 /// An ordered, shared list of places. A place is one device ordinal plus what Strata keeps for
 /// it there: a non-blocking stream and cached temporary storage. A device may appear in several
 /// places (each with its own stream). Place 0 is the root: merges of per-place results run
@@ -96,12 +104,8 @@ class device_set {
       if (d < 0 || d >= n)
         throw std::out_of_range("strata::device_set: device ordinal " + std::to_string(d) + " is out of range (" +
                                 std::to_string(n) + " CUDA device" + (n == 1 ? " is" : "s are") + " visible)");
-    const char* env = std::getenv("STRATA_DISABLE_P2P");
-    if (env != nullptr && std::strcmp(env, "") != 0 && std::strcmp(env, "0") != 0) options.force_host_staging = true;
-
-    const char* no_graphs = std::getenv("STRATA_DISABLE_GRAPHS");
-    if (no_graphs != nullptr && std::strcmp(no_graphs, "") != 0 && std::strcmp(no_graphs, "0") != 0)
-      options.use_graphs = false;
+    if (detail::env_switch_on("STRATA_DISABLE_P2P")) options.force_host_staging = true;
+    if (detail::env_switch_on("STRATA_DISABLE_GRAPHS")) options.use_graphs = false;
 
     auto s = std::make_shared<detail::set_state>();
     s->use_graphs = options.use_graphs;

@@ -154,14 +154,13 @@ TEST(Errors, OutOfMemoryOnOnePlaceLeavesEveryDeviceAsItWas) {
   attempt();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
-  const auto& c = strata::detail::counters();
-  const auto live_before = c.device_allocs.load() - c.device_frees.load();
+  const auto live_before = live_allocations::now();
   attempt();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::size_t free_after = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
   EXPECT_EQ(free_after, free_before);
-  EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before);
+  EXPECT_EQ(live_allocations::now().device, live_before.device);
   // And the set still works.
   strata::distributed_vector<int> ok(1000, 2, set);
   EXPECT_EQ(strata::reduce(ok), 2000);

@@ -56,9 +56,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
 
   for (int warm = 0; warm < 3; ++warm)  // warms every cache and captures the graphs
     for (const auto& [name, call] : algos) ASSERT_TRUE(call()) << name << " is wrong before any fault";
-  const auto& c = strata::detail::counters();
-  const auto live_before = c.device_allocs.load() - c.device_frees.load();
-  const auto host_before = c.host_allocs.load() - c.host_frees.load();
+  const auto live_before = live_allocations::now();
 
   const auto captures_before = set.state().graphs.captures;
   int surfaced = 0;
@@ -88,8 +86,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
               static_cast<unsigned long long>(set.state().graphs.captures - captures_before),
               static_cast<unsigned long long>(set.state().graphs.replays));
   set.synchronize();
-  EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
-  EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";
+  expect_no_leak(live_before);
 }
 
 // A failure while a repeated call is being captured into a graph (the second identical call
@@ -102,9 +99,7 @@ TEST(Faults, AFailureDuringGraphCaptureLeavesNoCaptureBehind) {
   std::vector<std::int64_t> h(n);
   std::iota(h.begin(), h.end(), std::int64_t{-400000});
   const std::int64_t sum = std::accumulate(h.begin(), h.end(), std::int64_t{0});
-  const auto& c = strata::detail::counters();
-  const auto live_before = c.device_allocs.load() - c.device_frees.load();
-  const auto host_before = c.host_allocs.load() - c.host_frees.load();
+  const auto live_before = live_allocations::now();
   int surfaced = 0;
   for (int place = 0; place < 4; ++place)
     for (long nth = 0; nth < 7; ++nth) {
@@ -137,6 +132,5 @@ TEST(Faults, AFailureDuringGraphCaptureLeavesNoCaptureBehind) {
       EXPECT_GE(set.state().graphs.replays, 1u);
     }
   EXPECT_GT(surfaced, 12);
-  EXPECT_EQ(c.device_allocs.load() - c.device_frees.load(), live_before) << "device memory leaked";
-  EXPECT_EQ(c.host_allocs.load() - c.host_frees.load(), host_before) << "pinned memory leaked";
+  expect_no_leak(live_before);
 }

@@ -27,6 +27,24 @@ inline bool quick_mode() {
 #define STRATA_SKIP_IF_QUICK() \
   if (::strata_test::quick_mode()) GTEST_SKIP() << "skipped in STRATA_TEST_QUICK mode"
 
+/// Strata's live device and pinned allocations (allocations minus frees): a leak shows as a
+/// difference between a snapshot before and one after.
+struct live_allocations {
+  std::uint64_t device;
+  std::uint64_t host;
+  static live_allocations now() {
+    const auto& c = strata::detail::counters();
+    return {c.device_allocs.load() - c.device_frees.load(), c.host_allocs.load() - c.host_frees.load()};
+  }
+};
+
+/// Expects as many live allocations as in `before`, on the devices and in pinned memory.
+inline void expect_no_leak(const live_allocations& before) {
+  const live_allocations after = live_allocations::now();
+  EXPECT_EQ(after.device, before.device) << "device memory leaked";
+  EXPECT_EQ(after.host, before.host) << "pinned memory leaked";
+}
+
 /// A device_set under test and a name for failure messages.
 struct named_set {
   std::string name;

@@ -279,12 +279,19 @@ struct minmax_op {
   }
 };
 
+// The root fold of the extrema: each partial's indices made global, combined in segment order.
+template <class P, class Op>
+__device__ P fold_shifted(const slot_table<P>& t, const Op& op) {
+  P best = shifted(*t.ptr[0], t.offset[0]);
+  for (int j = 1; j < t.size; ++j) best = op(best, shifted(*t.ptr[j], t.offset[j]));
+  return best;
+}
+
 template <class T, class Better>
 struct fold_element {
   Better better;
   __device__ element_result<T> operator()(const slot_table<indexed<T>>& t) const {
-    indexed<T> best = shifted(*t.ptr[0], t.offset[0]);
-    for (int j = 1; j < t.size; ++j) best = better(best, shifted(*t.ptr[j], t.offset[j]));
+    const indexed<T> best = fold_shifted(t, better);
     return {best.index, best.value};
   }
 };
@@ -292,8 +299,7 @@ template <class T, class Comp>
 struct fold_minmax {
   Comp comp;
   __device__ minmax_result<T> operator()(const slot_table<extrema<T>>& t) const {
-    extrema<T> best = shifted(*t.ptr[0], t.offset[0]);
-    for (int j = 1; j < t.size; ++j) best = minmax_op<Comp>{comp}(best, shifted(*t.ptr[j], t.offset[j]));
+    const extrema<T> best = fold_shifted(t, minmax_op<Comp>{comp});
     return {{best.lo.index, best.lo.value}, {best.hi.index, best.hi.value}};
   }
 };

@@ -1,8 +1,8 @@
 // The scan family: inclusive_scan, exclusive_scan, transform_inclusive_scan,
 // transform_exclusive_scan. One segment: a plain CUB scan. Several: reduce-then-scan. Every
-// place but the last computes its segment's total, the root folds the totals into per-segment offsets in
-// segment order (on the device), and each place runs CUB's scan seeded with its offset read
-// from device memory. Correct for associative operators that are not commutative.
+// place but the last computes its segment's total, the root folds the totals into per-segment
+// offsets in segment order (on the device), and each place runs CUB's scan seeded with its
+// offset read from device memory. Correct for associative operators that are not commutative.
 #pragma once
 
 #include <strata/detail/cub_glue.cuh>

@@ -85,7 +85,7 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     // (Inside a capture the fork from the root orders the places after the previous merge.)
-    if (i != 0 && s.merge_used && !s.capturing) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
+    if (i != 0 && s.merge_used && !p.capturing) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
     partial(i, p, t.ptr[j++]);
     if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
   });
@@ -167,7 +167,6 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
     (void)cudaGetLastError();
     return nullptr;
   }
-  s.capturing = true;
   for (auto& p : s.places) p->capturing = true;
   bool ok = true;
   std::vector<place_state*> forked;
@@ -181,7 +180,6 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
       (void)cudaStreamWaitEvent(root.stream(), p->event(), 0);
     }
     (void)cudaGetLastError();
-    s.capturing = false;
     for (auto& p : s.places) p->capturing = false;
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(root.stream(), &graph) != cudaSuccess) {
@@ -341,6 +339,8 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
     for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, 0, static_cast<const P*>(nullptr)); });
     return;
   }
+  // The last place still joins the gather with nothing to compute: the root's wait on it orders
+  // the fold's write of its offset slot after that place's previous scan read it.
   const slot_table<P> totals = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
     if (i != last) total(i, p, out);
   });

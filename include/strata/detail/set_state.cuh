@@ -65,8 +65,6 @@ class set_state {
   bool force_host_staging = false;
   /// Replay repeated value-returning calls as CUDA graphs (device_set_options::use_graphs).
   bool use_graphs = true;
-  /// True while this set's root stream is capturing a call.
-  bool capturing = false;
   graph_cache graphs;
   /// Serialises the enqueueing of algorithm calls made through this set from several threads.
   std::mutex call_mutex;
