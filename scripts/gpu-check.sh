@@ -13,7 +13,7 @@
 #                                   side by side, failing on any finding or on a run that hits
 #                                   its time cap; log in OUT_DIR/sanitize.log
 #   STRATA_SANITIZE_TESTS, STRATA_SANITIZE_FILTER, STRATA_SANITIZE_TIMEOUT (s per binary and tool,
-#   default 150), STRATA_SANITIZE_JOBS (runs at a time, default 12)
+#   default 240), STRATA_SANITIZE_JOBS (runs at a time, default 12)
 #                                   choose the binaries, the gtest filter, the cap, the parallelism
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +46,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     [ "$tool" = memcheck ] && extra=(--leak-check full)
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
-    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-150}" "$cs" --tool "$tool" "${extra[@]}" \
+    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" --tool "$tool" "${extra[@]}" \
       --error-exitcode 1 "$build/tests/$name" --gtest_brief=1 \
       --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
       >"$logs/$tool.$name.log" 2>&1
