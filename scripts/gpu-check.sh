@@ -44,6 +44,8 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   sanitize_one() {
     local tool=$1 name=$2 extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
+    # CUB's DeviceTransform moves data with bulk copies on sm_90; have initcheck follow them too.
+    [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
     STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" --tool "$tool" "${extra[@]}" \

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -132,7 +133,9 @@ class device_set {
   /// Device ordinal of place `i`. Throws std::out_of_range if `i >= size()`.
   int device(std::size_t i) const { return place(i).device(); }
   /// The non-blocking stream of place `i` (on its device). Work a user enqueues there is
-  /// ordered with Strata's work on that place. Throws std::out_of_range if `i >= size()`.
+  /// ordered with Strata's work on that place. Enqueue it from the thread that makes the Strata
+  /// calls on this set: from another thread it could land inside a call being captured into a
+  /// graph and break it (docs/errors.md, Threads). Throws std::out_of_range if `i >= size()`.
   cudaStream_t stream(std::size_t i) const { return place(i).stream(); }
   /// The device ordinals of all places, in place order.
   std::vector<int> devices() const {
@@ -156,9 +159,12 @@ class device_set {
   /// True if every exchange between places goes through pinned host memory.
   bool host_staging_forced() const noexcept { return state_->force_host_staging; }
 
-  /// Waits until all work Strata enqueued on every place has finished. Throws strata::cuda_error
-  /// if any of it failed.
+  /// Waits until all work Strata enqueued on every place has finished. Takes the set's call lock
+  /// (waiting on a stream that another thread's call is capturing would break that capture), so
+  /// calls from other threads wait until it returns. Throws strata::cuda_error if any of the work
+  /// failed.
   void synchronize() const {
+    std::lock_guard<std::mutex> lock(state_->call_mutex);
     for (auto& p : state_->places) {
       detail::device_guard g(p->device());
       STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));

@@ -180,25 +180,24 @@ class distributed_vector {
     return *this;
   }
 
-  /// Element `i` (global index), read from its device; waits. Throws std::out_of_range if
-  /// `i >= size()`.
+  /// Element `i` (global index), read from its device; waits. Takes the set's call lock like an
+  /// algorithm call, so it is safe while other host threads run algorithms on the same set.
+  /// Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   T get(size_type i) const {
     const auto [place, local] = locate("get", i);
     T v;
-    const place_state_ref p = place_ref(place);
-    detail::device_guard g(p.device);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, data_[place] + local, sizeof(T), cudaMemcpyDeviceToHost, p.stream));
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream));
+    on_place(place, "strata::distributed_vector::get", [&](cudaStream_t stream) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, data_[place] + local, sizeof(T), cudaMemcpyDeviceToHost, stream));
+    });
     return v;
   }
-  /// Writes element `i` (global index) on its device; waits. Throws std::out_of_range if
-  /// `i >= size()`.
+  /// Writes element `i` (global index) on its device; waits. Takes the set's call lock, as get()
+  /// does. Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   void set(size_type i, const T& value) {
     const auto [place, local] = locate("set", i);
-    const place_state_ref p = place_ref(place);
-    detail::device_guard g(p.device);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(data_[place] + local, &value, sizeof(T), cudaMemcpyHostToDevice, p.stream));
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream));
+    on_place(place, "strata::distributed_vector::set", [&](cudaStream_t stream) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(data_[place] + local, &value, sizeof(T), cudaMemcpyHostToDevice, stream));
+    });
   }
 
   /// Exchanges contents and layouts with `other`.
@@ -209,11 +208,17 @@ class distributed_vector {
   }
 
  private:
-  struct place_state_ref {
-    int device;
-    cudaStream_t stream;
-  };
-  place_state_ref place_ref(std::size_t i) const { return {set_->device(i), set_->stream(i)}; }
+  // Runs `enqueue(stream)` on place `place` with its device current and waits for it, all under
+  // the set's call lock: a copy enqueued on a place stream while another thread's call is being
+  // captured into a graph would land inside (and break) that capture.
+  template <class Enqueue>
+  void on_place(std::size_t place, const char* name, Enqueue&& enqueue) const {
+    detail::call_scope scope(*set_, name);
+    detail::place_state& p = *scope.state().places[place];
+    detail::device_guard g(p.device());
+    enqueue(p.stream());
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
+  }
 
   std::pair<std::size_t, size_type> locate(const char* what, size_type i) const {
     if (i >= size())

@@ -3,6 +3,8 @@
 // they were); out of memory on one place; two host threads on one device_set.
 #include "test_util.cuh"
 
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <thread>
 
@@ -35,6 +37,25 @@ struct twice_fn {
 struct add_fn {
   __host__ __device__ int operator()(int x, int y) const { return x + y; }
 };
+struct below_fn {
+  std::int64_t k;
+  __host__ __device__ bool operator()(std::int64_t x) const { return x < k; }
+};
+
+// Runs `f` on a thread of its own; what it throws lands in `*error`. (An exception escaping a
+// std::thread would end the whole test binary instead of failing one test.)
+template <class F>
+std::thread guarded_thread(std::string* error, F f) {
+  return std::thread([error, f]() mutable {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      *error = e.what();
+    } catch (...) {
+      *error = "an exception not derived from std::exception";
+    }
+  });
+}
 
 }  // namespace
 
@@ -182,9 +203,52 @@ TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) {
     }
   };
   int f1 = 0, f2 = 0;
-  std::thread t1(run, fresh_seed(), &f1), t2(run, fresh_seed(), &f2);
+  std::string e1, e2;
+  std::thread t1 = guarded_thread(&e1, [&] { run(fresh_seed(), &f1); });
+  std::thread t2 = guarded_thread(&e2, [&] { run(fresh_seed(), &f2); });
   t1.join();
   t2.join();
+  EXPECT_EQ(e1, "");
+  EXPECT_EQ(e2, "");
   EXPECT_EQ(f1, 0);
   EXPECT_EQ(f2, 0);
+}
+
+// One thread makes calls that are captured into graphs (each predicate state is a new graph key,
+// captured on its second call) while another reads, writes and synchronises the same set. A copy
+// or a wait on a place stream in the middle of a capture would break it and fail both calls, so
+// element access and synchronize must take the set's lock like the algorithms do.
+TEST(Concurrency, ElementAccessAndSynchronizeStayOutOfAnotherThreadsCapture) {
+  const auto set = strata::device_set::repeat(0, 4);
+  const std::uint64_t n = 100003;
+  std::vector<std::int64_t> h(n);
+  for (std::uint64_t i = 0; i < n; ++i) h[i] = static_cast<std::int64_t>((i * 7919) % 1000);
+  strata::distributed_vector<std::int64_t> v(h, set), w(std::vector<std::int64_t>(n, 5), set);
+  const auto captures_before = set.state().graphs.captures;
+  std::atomic<bool> done{false};
+  int wrong_counts = 0, wrong_reads = 0, accesses = 0;
+  std::string e1, e2;
+  std::thread capturer = guarded_thread(&e1, [&] {
+    for (std::int64_t k = 0; k < 240; ++k)
+      for (int rep = 0; rep < 2; ++rep)
+        if (strata::count_if(v, below_fn{k}) != static_cast<std::uint64_t>(std::count_if(h.begin(), h.end(), below_fn{k})))
+          ++wrong_counts;
+    done = true;
+  });
+  std::thread accessor = guarded_thread(&e2, [&] {
+    for (std::uint64_t j = 0; !done; j = (j + 30011) % n, ++accesses) {
+      w.set(j, static_cast<std::int64_t>(j));
+      if (w.get(j) != static_cast<std::int64_t>(j)) ++wrong_reads;
+      if (accesses % 8 == 0) set.synchronize();
+    }
+  });
+  capturer.join();
+  done = true;  // (in case the capturer threw)
+  accessor.join();
+  EXPECT_EQ(e1, "");
+  EXPECT_EQ(e2, "");
+  EXPECT_EQ(wrong_counts, 0);
+  EXPECT_EQ(wrong_reads, 0);
+  EXPECT_GE(set.state().graphs.captures, captures_before + 200) << "the calls were not captured";
+  EXPECT_GT(accesses, 100) << "the threads hardly overlapped";
 }
