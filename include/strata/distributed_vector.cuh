@@ -184,7 +184,9 @@ class distributed_vector {
   /// algorithm call, so it is safe while other host threads run algorithms on the same set.
   /// Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   T get(size_type i) const {
-    const auto [place, local] = locate("get", i);
+    const std::pair<std::size_t, size_type> at = locate("get", i);
+    const std::size_t place = at.first;
+    const size_type local = at.second;  // (named copies: a lambda may not capture structured bindings in C++17)
     T v;
     on_place(place, "strata::distributed_vector::get", [&](cudaStream_t stream) {
       STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, data_[place] + local, sizeof(T), cudaMemcpyDeviceToHost, stream));
@@ -194,7 +196,9 @@ class distributed_vector {
   /// Writes element `i` (global index) on its device; waits. Takes the set's call lock, as get()
   /// does. Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   void set(size_type i, const T& value) {
-    const auto [place, local] = locate("set", i);
+    const std::pair<std::size_t, size_type> at = locate("set", i);
+    const std::size_t place = at.first;
+    const size_type local = at.second;
     on_place(place, "strata::distributed_vector::set", [&](cudaStream_t stream) {
       STRATA_CUDA_CHECK(cudaMemcpyAsync(data_[place] + local, &value, sizeof(T), cudaMemcpyHostToDevice, stream));
     });
