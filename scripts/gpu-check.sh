@@ -27,17 +27,20 @@ mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
 jobs=$(nproc)
 status=0
+sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults})
+targets=()
+[ $sanitize -eq 1 ] && targets=(--target "${sanitize_names[@]}")  # the sweep needs only its binaries
 
 {
   nvidia-smi || true
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native &&
-    cmake --build "$build" -j"$jobs"
+    cmake --build "$build" -j"$jobs" "${targets[@]}"
 } >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -40 "$out/build.log"; status=1; }
 
 if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   tools=(memcheck racecheck initcheck synccheck)
-  names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults})
+  names=("${sanitize_names[@]}")
   logs=$(mktemp -d)
   # One (tool, binary) run per job, STRATA_SANITIZE_JOBS at a time: the tools are slow on the
   # host side, so running them side by side on one GPU keeps the whole sweep in one call.
@@ -48,11 +51,14 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
+    # (Every test's start and time are logged, so a capped run shows where it was.)
+    local t0=$SECONDS
     STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" --tool "$tool" "${extra[@]}" \
-      --error-exitcode 1 "$build/tests/$name" --gtest_brief=1 \
+      --error-exitcode 1 "$build/tests/$name" \
       --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"
+    echo $((SECONDS - t0)) >"$logs/$tool.$name.s"
   }
   start=$SECONDS
   for tool in "${tools[@]}"; do
@@ -69,7 +75,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
       [ -f "$logs/$tool.$name.rc" ] || continue
       rc=$(cat "$logs/$tool.$name.rc")
       { echo "=== $tool $name ==="; cat "$logs/$tool.$name.log"; } >>"$out/sanitize.log"
-      echo "=== $tool $name rc=$rc ===" | tee -a "$out/sanitize.log"
+      echo "=== $tool $name rc=$rc === ($(cat "$logs/$tool.$name.s") s)" | tee -a "$out/sanitize.log"
       if [ "$rc" -eq 124 ]; then
         echo "    (time cap reached: this run is incomplete, not a finding)" | tee -a "$out/sanitize.log"
         status=1
@@ -80,7 +86,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   done
   rm -rf "$logs"
   echo "sanitizer sweep: $((SECONDS - start)) s"
-  grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY" "$out/sanitize.log" | sort | uniq -c
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Internal Sanitizer Error" "$out/sanitize.log" | sort | uniq -c
 elif [ $status -eq 0 ]; then
   {
     echo "=== ctest (peer access / direct where available) ==="
