@@ -165,10 +165,7 @@ class device_set {
   /// failed.
   void synchronize() const {
     std::lock_guard<std::mutex> lock(state_->call_mutex);
-    for (auto& p : state_->places) {
-      detail::device_guard g(p->device());
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
-    }
+    state_->wait_all_places();
   }
 
   /// Two sets are equal when they share the same places (one is a copy of the other).

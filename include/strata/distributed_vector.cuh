@@ -184,23 +184,19 @@ class distributed_vector {
   /// algorithm call, so it is safe while other host threads run algorithms on the same set.
   /// Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   T get(size_type i) const {
-    const std::pair<std::size_t, size_type> at = locate("get", i);
-    const std::size_t place = at.first;
-    const size_type local = at.second;  // (named copies: a lambda may not capture structured bindings in C++17)
+    const element_at at = locate("get", i);
     T v;
-    on_place(place, "strata::distributed_vector::get", [&](cudaStream_t stream) {
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, data_[place] + local, sizeof(T), cudaMemcpyDeviceToHost, stream));
+    on_place(at.place, "strata::distributed_vector::get", [&](cudaStream_t stream) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, at.ptr, sizeof(T), cudaMemcpyDeviceToHost, stream));
     });
     return v;
   }
   /// Writes element `i` (global index) on its device; waits. Takes the set's call lock, as get()
   /// does. Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
   void set(size_type i, const T& value) {
-    const std::pair<std::size_t, size_type> at = locate("set", i);
-    const std::size_t place = at.first;
-    const size_type local = at.second;
-    on_place(place, "strata::distributed_vector::set", [&](cudaStream_t stream) {
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(data_[place] + local, &value, sizeof(T), cudaMemcpyHostToDevice, stream));
+    const element_at at = locate("set", i);
+    on_place(at.place, "strata::distributed_vector::set", [&](cudaStream_t stream) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(at.ptr, &value, sizeof(T), cudaMemcpyHostToDevice, stream));
     });
   }
 
@@ -224,12 +220,17 @@ class distributed_vector {
     STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
   }
 
-  std::pair<std::size_t, size_type> locate(const char* what, size_type i) const {
+  // Where element `i` lives: its place and its address there.
+  struct element_at {
+    std::size_t place;
+    T* ptr;
+  };
+  element_at locate(const char* what, size_type i) const {
     if (i >= size())
       throw std::out_of_range(std::string("strata::distributed_vector::") + what + ": index " + std::to_string(i) +
                               " is out of range for " + std::to_string(size()) + " elements");
     const std::size_t place = partition_.owner(i);
-    return {place, i - partition_.offset(place)};
+    return {place, data_[place] + (i - partition_.offset(place))};
   }
 
   // One allocation per place that owns elements, each on its own device; on failure the ones

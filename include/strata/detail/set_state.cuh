@@ -70,6 +70,15 @@ class set_state {
   std::mutex call_mutex;
 
   std::size_t size() const noexcept { return places.size(); }
+  /// Waits for every place's stream, each with its device current. Call with call_mutex held (a
+  /// wait on a stream that another thread's call is capturing would break the capture). Throws
+  /// strata::cuda_error if work on a place failed.
+  void wait_all_places() {
+    for (auto& p : places) {
+      device_guard g(p->device());
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
+    }
+  }
   place_state& root() { return *places[0]; }
   bool reaches_root(std::size_t p) const noexcept { return direct[p * places.size()] != 0; }
 
@@ -78,10 +87,7 @@ class set_state {
   /// call_mutex held.
   void ensure_merge_workspace(std::size_t bytes) {
     if (bytes <= merge_bytes_) return;
-    for (auto& p : places) {
-      device_guard g(p->device());
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
-    }
+    wait_all_places();
     void* dev = device_allocate(root_device_, bytes);
     void* host = nullptr;
     try {
