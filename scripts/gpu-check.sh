@@ -76,12 +76,8 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
       rc=$(cat "$logs/$tool.$name.rc")
       { echo "=== $tool $name ==="; cat "$logs/$tool.$name.log"; } >>"$out/sanitize.log"
       echo "=== $tool $name rc=$rc === ($(cat "$logs/$tool.$name.s") s)" | tee -a "$out/sanitize.log"
-      if [ "$rc" -eq 124 ]; then
-        echo "    (time cap reached: this run is incomplete, not a finding)" | tee -a "$out/sanitize.log"
-        status=1
-      elif [ "$rc" -ne 0 ]; then
-        status=1
-      fi
+      [ "$rc" -eq 124 ] && echo "    (time cap reached: this run is incomplete, which fails the sweep too)" | tee -a "$out/sanitize.log"
+      [ "$rc" -ne 0 ] && status=1
     done
   done
   rm -rf "$logs"

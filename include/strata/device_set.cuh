@@ -14,7 +14,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -164,8 +163,8 @@ class device_set {
   /// calls from other threads wait until it returns. Throws strata::cuda_error if any of the work
   /// failed.
   void synchronize() const {
-    std::lock_guard<std::mutex> lock(state_->call_mutex);
-    state_->wait_all_places();
+    const detail::call_scope scope(*state_, "strata::device_set::synchronize");
+    scope.state().wait_all_places();
   }
 
   /// Two sets are equal when they share the same places (one is a copy of the other).

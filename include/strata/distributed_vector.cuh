@@ -213,7 +213,7 @@ class distributed_vector {
   // captured into a graph would land inside (and break) that capture.
   template <class Enqueue>
   void on_place(std::size_t place, const char* name, Enqueue&& enqueue) const {
-    detail::call_scope scope(*set_, name);
+    detail::call_scope scope(set_->state(), name);
     detail::place_state& p = *scope.state().places[place];
     detail::device_guard g(p.device());
     enqueue(p.stream());

@@ -30,7 +30,7 @@ inline void copy_bytes(void* dst, int dst_dev, const void* src, int src_dev, std
 
 template <class T>
 void copy_same_layout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
-  call_scope scope(in.places(), "strata::copy");
+  call_scope scope(in.places().state(), "strata::copy");
   for_each_segment(scope.state(), in.partition(), [&](std::size_t i, place_state& p) {
     const auto s = in.segment_at(i);
     copy_bytes(out.segment_at(i).data, p.device(), s.data, p.device(), s.count * sizeof(T), p.stream());
@@ -122,7 +122,7 @@ void copy_from_host(const T* src, Out&& out_r) {
   detail::require_places("strata::copy_from_host", out);
   if (out.empty()) return;
   if (src == nullptr) throw std::invalid_argument("strata::copy_from_host: the host pointer is null");
-  detail::call_scope scope(out.places(), "strata::copy_from_host");
+  detail::call_scope scope(out.places().state(), "strata::copy_from_host");
   detail::for_each_segment(scope.state(), out.partition(), [&](std::size_t i, detail::place_state& p) {
     const auto s = out.segment_at(i);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(s.data, src + s.offset, s.count * sizeof(T), cudaMemcpyHostToDevice, p.stream()));
@@ -139,7 +139,7 @@ void copy_to_host(const In& in_r, T* dst) {
   detail::require_places("strata::copy_to_host", in);
   if (in.empty()) return;
   if (dst == nullptr) throw std::invalid_argument("strata::copy_to_host: the host pointer is null");
-  detail::call_scope scope(in.places(), "strata::copy_to_host");
+  detail::call_scope scope(in.places().state(), "strata::copy_to_host");
   detail::for_each_segment(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p) {
     const auto s = in.segment_at(i);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst + s.offset, s.data, s.count * sizeof(T), cudaMemcpyDeviceToHost, p.stream()));

@@ -92,7 +92,7 @@ void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, cons
   const auto out = as_span(out_r);
   require_same_layout(name, in, out);
   require_no_partial_overlap(name, in, out);
-  call_scope scope(in.places(), name);
+  call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
 

@@ -27,7 +27,7 @@ void require_mutable(const char*) {
 // `launch(i, place)` enqueues one CUB call; then wait unless nosync.
 template <class Launch>
 void elementwise(const char* name, const device_set& set, const partition& part, bool sync, Launch&& launch) {
-  call_scope scope(set, name);
+  call_scope scope(set.state(), name);
   for_each_segment(scope.state(), part, launch);
   if (sync) wait_segments(scope.state(), part);
 }

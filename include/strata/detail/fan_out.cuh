@@ -14,7 +14,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -86,20 +85,6 @@ void require_no_partial_overlap(const char* algo, const distributed_span<A>& in,
     }
   }
 }
-
-/// One algorithm call: an NVTX range named after it and the set's call lock, held while the
-/// call's work is enqueued (so calls from several host threads on one set do not interleave).
-class call_scope {
- public:
-  call_scope(const device_set& set, const char* name) : range_(name), set_(set), lock_(set.state().call_mutex) {}
-  set_state& state() const noexcept { return set_.state(); }
-  const device_set& set() const noexcept { return set_; }
-
- private:
-  nvtx_range range_;
-  const device_set& set_;
-  std::lock_guard<std::mutex> lock_;
-};
 
 /// Runs a CUB-style two-phase call `call(temp, bytes)` on place `p` (its device current): asks
 /// for the temp size, takes the place's cached buffer, runs.

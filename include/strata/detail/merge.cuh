@@ -272,7 +272,7 @@ template <class R, class P, class Partial, class Fold>
 future<R> reduce_to_future(const char* name, const device_set& set, const partition& part, Partial&& partial,
                            const Fold& fold, const R& empty_value) {
   static_assert(sizeof(R) <= max_merge_value_bytes, "Strata returns values of at most 256 bytes");
-  call_scope scope(set, name);
+  call_scope scope(set.state(), name);
   if (part.size() == 0) return future<R>(empty_value);
   set_state& s = scope.state();
 

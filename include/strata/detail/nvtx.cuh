@@ -1,4 +1,4 @@
-// One NVTX range per Strata algorithm call, so Strata shows up in Nsight Systems.
+// A named NVTX range per Strata call, so Strata shows up in Nsight Systems.
 #pragma once
 
 #if __has_include(<nvtx3/nvToolsExt.h>) && !defined(STRATA_DISABLE_NVTX)

@@ -5,6 +5,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/graph_cache.cuh>
 #include <strata/detail/memory.cuh>
+#include <strata/detail/nvtx.cuh>
 #include <strata/detail/place_state.cuh>
 #include <strata/error.hpp>
 
@@ -156,6 +157,20 @@ class set_state {
   std::vector<void*> slot_chunks_;
   std::vector<cudaEvent_t> root_events_;
   std::vector<result_slot> free_slots_;
+};
+
+/// One call on a set (an algorithm, element access, synchronize): an NVTX range named after it
+/// and the set's call lock, held while the call's work is enqueued, so calls from several host
+/// threads on one set do not interleave and none lands inside another's graph capture.
+class call_scope {
+ public:
+  call_scope(set_state& s, const char* name) : range_(name), state_(s), lock_(s.call_mutex) {}
+  set_state& state() const noexcept { return state_; }
+
+ private:
+  nvtx_range range_;
+  set_state& state_;
+  std::lock_guard<std::mutex> lock_;
 };
 
 }  // namespace strata::detail
