@@ -51,11 +51,18 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
+    local skip=-*OutOfMemory*
+    # racecheck looks for shared-memory hazards inside kernels, and the two-host-thread tests
+    # launch the same CUB kernels the other tests check. Under racecheck they made the tool
+    # itself fail ("Internal Sanitizer Error: Detected a failure to track a kernel launch", then
+    # sometimes a hang) in 2 of 26 runs of one such test alone and in 2 of 5 sweeps, always with
+    # 0 hazards (docs/errors.md); they run under the other three tools.
+    [ "$tool" = racecheck ] && skip=$skip:Concurrency.*
     # (Every test's start and time are logged, so a capped run shows where it was.)
     local t0=$SECONDS
     STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" --tool "$tool" "${extra[@]}" \
       --error-exitcode 1 "$build/tests/$name" \
-      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:-*OutOfMemory*}" \
+      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"
     echo $((SECONDS - t0)) >"$logs/$tool.$name.s"
