@@ -45,6 +45,14 @@ inline void expect_no_leak(const live_allocations& before) {
   EXPECT_EQ(after.host, before.host) << "pinned memory leaked";
 }
 
+/// Allocates a vector of `n` copies of `poison` on `set` and frees it: the allocator is likely to
+/// hand that memory to the next vector of the same layout, so an element a fill then skips reads
+/// `poison` instead of passing as a lucky stale value.
+template <class T>
+void leave_poison_behind(std::uint64_t n, const T& poison, const strata::device_set& set) {
+  strata::distributed_vector<T> v(n, poison, set);
+}
+
 /// A device_set under test and a name for failure messages.
 struct named_set {
   std::string name;
