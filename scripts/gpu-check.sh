@@ -7,6 +7,7 @@
 #   scripts/gpu-check.sh [OUT_DIR] [--sanitize]
 #   STRATA_BENCH_LOG2_SIZES=20,28   sizes to benchmark (log2; default 16,20,24,28,30)
 #   STRATA_SKIP_BENCH=1             tests only
+#   STRATA_CUDA_ARCHITECTURES=90    what to build for (default native: the GPU present)
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
 #                                   binary (STRATA_TEST_QUICK sizes) under compute-sanitizer's
 #                                   memcheck (leak check on), racecheck, initcheck and synccheck,
@@ -17,6 +18,7 @@
 #                                   choose the binaries, the gtest filter, the cap, the parallelism
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/common.sh
 sanitize=0
 args=()
 for a in "$@"; do
@@ -25,20 +27,18 @@ done
 out=${args[0]:-gpu-check-out}
 mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
-jobs=$(nproc)
 status=0
 sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_container gpu_errors gpu_faults})
 targets=()
-[ $sanitize -eq 1 ] && targets=(--target "${sanitize_names[@]}")  # the sweep needs only its binaries
+[ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
 
 {
   nvidia-smi || true
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=native &&
-    cmake --build "$build" -j"$jobs" "${targets[@]}"
+  strata_build "$build" "${targets[@]}"
 } >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -40 "$out/build.log"; status=1; }
 
 if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
-  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  cs=$(strata_sanitizer)
   tools=(memcheck racecheck initcheck synccheck)
   names=("${sanitize_names[@]}")
   logs=$(mktemp -d)
@@ -47,10 +47,8 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   # (lost kernel launches, hangs, reports on data that read back right; docs/errors.md), and
   # in neither of the two sweeps run one at a time so far.
   sanitize_one() {
-    local tool=$1 name=$2 extra=()
-    [ "$tool" = memcheck ] && extra=(--leak-check full)
-    # CUB's DeviceTransform moves data with bulk copies on sm_90; have initcheck follow them too.
-    [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
+    local tool=$1 name=$2
+    strata_sanitizer_args "$tool"
     # (The out-of-memory test is left out: its cudaMalloc fails on purpose, which the tools report
     # as an API error, and the tools' own device memory defeats its free-memory comparison.)
     local skip=-*OutOfMemory*
@@ -62,8 +60,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     [ "$tool" = racecheck ] && skip=$skip:Concurrency.*
     # (Every test's start and time are logged, so a capped run shows where it was.)
     local t0=$SECONDS
-    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" --tool "$tool" "${extra[@]}" \
-      --error-exitcode 1 "$build/tests/$name" \
+    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" "${sanitizer_args[@]}" "$build/tests/$name" \
       --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"

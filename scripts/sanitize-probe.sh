@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Repeats one GPU test under compute-sanitizer, many processes at once, with CUDA graphs on and
 # off, to tell an intermittent tool failure from a library bug (docs/errors.md, sweeps 10-14).
-# Builds the binary first (into build-gpu, as gpu-check.sh does).
+# Builds the binary first (into build-gpu, as gpu-check.sh does), and runs each tool with the
+# sweep's options (scripts/common.sh).
 #
 #   scripts/sanitize-probe.sh OUT_DIR [TOOL ...]     (tools default: racecheck initcheck)
 #   STRATA_PROBE_BINARY=gpu_errors                    test binary
@@ -14,6 +15,7 @@
 # many logs had an illegal address or an "Internal Sanitizer Error"; the logs stay in OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+. scripts/common.sh
 out=${1:?usage: scripts/sanitize-probe.sh OUT_DIR [TOOL ...]}
 shift
 tools=("$@")
@@ -23,24 +25,21 @@ build=${STRATA_GPU_BUILD:-build-gpu}
 binary=${STRATA_PROBE_BINARY:-gpu_errors}
 filter=${STRATA_PROBE_FILTER:-Concurrency.TwoHostThreadsShareOneDeviceSet}
 runs=${STRATA_PROBE_RUNS:-12}
-cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+cs=$(strata_sanitizer)
 [ -x "$cs" ] || { echo "compute-sanitizer not found (looked on PATH and in /usr/local/cuda/bin)"; exit 1; }
-{
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${STRATA_CUDA_ARCHITECTURES:-native}" &&
-    cmake --build "$build" -j"$(nproc)" --target "$binary"
-} >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -20 "$out/build.log"; exit 1; }
+strata_build "$build" "$binary" >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -20 "$out/build.log"; exit 1; }
 echo "built in ${SECONDS}s"
 timeout 30 "$build/tests/$binary" --gtest_filter="$filter" --gtest_repeat=50 >"$out/without-tools.log" 2>&1
 echo "without tools, 50 repeats: rc=$?, $(grep -c '^\[  PASSED' "$out/without-tools.log") passed," \
   "$(grep -c '^\[  FAILED  \] [0-9]* test' "$out/without-tools.log") failed; $(tail -1 "$out/without-tools.log")"
 
 batch() {  # tool graphs_off tag
-  local tool=$1 off=$2 tag=$3 extra=()
-  [ "$tool" = memcheck ] && extra=(--leak-check full)
-  [ "$tool" = initcheck ] && extra=(--check-bulk-copy yes)
+  local tool=$1 off=$2 tag=$3
+  strata_sanitizer_args "$tool"
+  rm -f "$out/$tag".*  # count this batch only, not an earlier probe's runs in the same folder
   for i in $(seq 1 "$runs"); do
     (
-      STRATA_DISABLE_GRAPHS=$off STRATA_TEST_QUICK=1 timeout 60 "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 1 \
+      STRATA_DISABLE_GRAPHS=$off STRATA_TEST_QUICK=1 timeout 60 "$cs" "${sanitizer_args[@]}" \
         "$build/tests/$binary" --gtest_filter="$filter" >"$out/$tag.$i.log" 2>&1
       rc=$?
       echo "rc=$rc illegal_address=$(grep -c 'illegal memory access' "$out/$tag.$i.log")" \
