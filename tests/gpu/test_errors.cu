@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <optional>
+#include <string>
 #include <thread>
 
 using namespace strata_test;
@@ -187,25 +189,53 @@ TEST(Errors, OutOfMemoryOnOnePlaceLeavesEveryDeviceAsItWas) {
   EXPECT_EQ(strata::reduce(ok), 2000);
 }
 
-TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) {
+// Two threads, each with its own vectors on one shared set, run reductions, async counts, scans
+// and element reads. With `own_vectors` each thread allocates and frees its vectors itself, so
+// one thread's cudaMalloc/cudaFree meet the other's launches and captures; without, the vectors
+// are made before the threads start and freed after both have joined.
+void two_threads_share_one_set(bool own_vectors) {
   const auto set = strata::device_set::repeat(0, 4);
-  const auto run = [&set](std::uint64_t seed, int* failures) {
-    const auto h = random_vector<std::int64_t>(300007, seed);
+  struct work {
+    std::vector<std::int64_t> h;
     std::int64_t want = 0;
-    for (auto x : h) want += x;
-    strata::distributed_vector<std::int64_t> v(h, set), out(h.size(), set);
+    std::uint64_t count7 = 0;
+  };
+  const auto make = [](std::uint64_t seed) {
+    work w;
+    w.h = random_vector<std::int64_t>(300007, seed);
+    for (auto x : w.h) w.want += x;
+    w.count7 = static_cast<std::uint64_t>(std::count(w.h.begin(), w.h.end(), w.h[7]));
+    return w;
+  };
+  const auto loop = [](const work& w, strata::distributed_vector<std::int64_t>& v,
+                       strata::distributed_vector<std::int64_t>& out, int* failures) {
     for (int it = 0; it < 40; ++it) {
-      if (strata::reduce(v) != want) ++*failures;
-      auto f = strata::count_async(v, h[7]);
+      if (strata::reduce(v) != w.want) ++*failures;
+      auto f = strata::count_async(v, w.h[7]);
       strata::inclusive_scan(v, out);
-      if (out.get(h.size() - 1) != want) ++*failures;
-      if (f.get() != static_cast<std::uint64_t>(std::count(h.begin(), h.end(), h[7]))) ++*failures;
+      if (out.get(w.h.size() - 1) != w.want) ++*failures;
+      if (f.get() != w.count7) ++*failures;
+    }
+  };
+  const work w1 = make(fresh_seed()), w2 = make(fresh_seed());
+  std::optional<strata::distributed_vector<std::int64_t>> v1, out1, v2, out2;
+  if (!own_vectors) {
+    v1.emplace(w1.h, set), out1.emplace(w1.h.size(), set);
+    v2.emplace(w2.h, set), out2.emplace(w2.h.size(), set);
+  }
+  const auto run = [&](const work& w, std::optional<strata::distributed_vector<std::int64_t>>& v,
+                       std::optional<strata::distributed_vector<std::int64_t>>& out, int* failures) {
+    if (own_vectors) {
+      strata::distributed_vector<std::int64_t> mine(w.h, set), mine_out(w.h.size(), set);
+      loop(w, mine, mine_out, failures);
+    } else {
+      loop(w, *v, *out, failures);
     }
   };
   int f1 = 0, f2 = 0;
   std::string e1, e2;
-  std::thread t1 = guarded_thread(&e1, [&] { run(fresh_seed(), &f1); });
-  std::thread t2 = guarded_thread(&e2, [&] { run(fresh_seed(), &f2); });
+  std::thread t1 = guarded_thread(&e1, [&] { run(w1, v1, out1, &f1); });
+  std::thread t2 = guarded_thread(&e2, [&] { run(w2, v2, out2, &f2); });
   t1.join();
   t2.join();
   EXPECT_EQ(e1, "");
@@ -213,6 +243,10 @@ TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) {
   EXPECT_EQ(f1, 0);
   EXPECT_EQ(f2, 0);
 }
+
+TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) { two_threads_share_one_set(true); }
+
+TEST(Concurrency, TwoHostThreadsShareOneDeviceSetWithVectorsMadeFirst) { two_threads_share_one_set(false); }
 
 // One thread makes calls that are captured into graphs (each predicate state is a new graph key,
 // captured on its second call) while another reads, writes and synchronises the same set. A copy
