@@ -31,6 +31,7 @@ filter=${STRATA_PROBE_FILTER:-Concurrency.TwoHostThreadsShareOneDeviceSet}
 runs=${STRATA_PROBE_RUNS:-12}
 batches=${STRATA_PROBE_BATCHES:-1}
 run_timeout=${STRATA_PROBE_TIMEOUT:-180}
+until=${STRATA_PROBE_UNTIL:-150}
 cs=$(strata_sanitizer)
 [ -x "$cs" ] || { echo "compute-sanitizer not found (looked on PATH and in /usr/local/cuda/bin)"; exit 1; }
 strata_build "$build" "$binary" >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -20 "$out/build.log"; exit 1; }
@@ -46,7 +47,7 @@ batch() {  # tool graphs_off tag
   strata_sanitizer_args "$tool"
   rm -f "$out/$tag".*  # count these batches only, not an earlier probe's runs in the same folder
   for b in $(seq 1 "$batches"); do
-    [ "$b" -gt 1 ] && [ "$SECONDS" -ge "${STRATA_PROBE_UNTIL:-150}" ] && break
+    [ "$b" -gt 1 ] && [ "$SECONDS" -ge "$until" ] && break
     for i in $(seq $(((b - 1) * runs + 1)) $((b * runs))); do
       (
         STRATA_DISABLE_GRAPHS=$off STRATA_TEST_QUICK=1 timeout "$run_timeout" "$cs" "${sanitizer_args[@]}" \
@@ -63,7 +64,7 @@ batch() {  # tool graphs_off tag
 }
 for tool in "${tools[@]}"; do
   for off in 0 1; do
-    [ "$SECONDS" -lt "${STRATA_PROBE_UNTIL:-150}" ] && batch "$tool" "$off" "$tool.graphs$((1 - off))"
+    [ "$SECONDS" -lt "$until" ] && batch "$tool" "$off" "$tool.graphs$((1 - off))"
   done
 done
 exit 0

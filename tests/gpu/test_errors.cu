@@ -194,54 +194,47 @@ TEST(Errors, OutOfMemoryOnOnePlaceLeavesEveryDeviceAsItWas) {
 // one thread's cudaMalloc/cudaFree meet the other's launches and captures; without, the vectors
 // are made before the threads start and freed after both have joined.
 void two_threads_share_one_set(bool own_vectors) {
+  using vec = strata::distributed_vector<std::int64_t>;
   const auto set = strata::device_set::repeat(0, 4);
-  struct work {
+  struct job {
     std::vector<std::int64_t> h;
     std::int64_t want = 0;
-    std::uint64_t count7 = 0;
+    std::uint64_t count7 = 0;  // elements equal to h[7]
+    std::optional<vec> v, out;
+    int failures = 0;
+    std::string error;
   };
-  const auto make = [](std::uint64_t seed) {
-    work w;
-    w.h = random_vector<std::int64_t>(300007, seed);
-    for (auto x : w.h) w.want += x;
-    w.count7 = static_cast<std::uint64_t>(std::count(w.h.begin(), w.h.end(), w.h[7]));
-    return w;
-  };
-  const auto loop = [](const work& w, strata::distributed_vector<std::int64_t>& v,
-                       strata::distributed_vector<std::int64_t>& out, int* failures) {
-    for (int it = 0; it < 40; ++it) {
-      if (strata::reduce(v) != w.want) ++*failures;
-      auto f = strata::count_async(v, w.h[7]);
-      strata::inclusive_scan(v, out);
-      if (out.get(w.h.size() - 1) != w.want) ++*failures;
-      if (f.get() != w.count7) ++*failures;
-    }
-  };
-  const work w1 = make(fresh_seed()), w2 = make(fresh_seed());
-  std::optional<strata::distributed_vector<std::int64_t>> v1, out1, v2, out2;
-  if (!own_vectors) {
-    v1.emplace(w1.h, set), out1.emplace(w1.h.size(), set);
-    v2.emplace(w2.h, set), out2.emplace(w2.h.size(), set);
+  job jobs[2];
+  for (job& j : jobs) {
+    j.h = random_vector<std::int64_t>(300007, fresh_seed());
+    for (auto x : j.h) j.want += x;
+    j.count7 = static_cast<std::uint64_t>(std::count(j.h.begin(), j.h.end(), j.h[7]));
   }
-  const auto run = [&](const work& w, std::optional<strata::distributed_vector<std::int64_t>>& v,
-                       std::optional<strata::distributed_vector<std::int64_t>>& out, int* failures) {
-    if (own_vectors) {
-      strata::distributed_vector<std::int64_t> mine(w.h, set), mine_out(w.h.size(), set);
-      loop(w, mine, mine_out, failures);
-    } else {
-      loop(w, *v, *out, failures);
-    }
+  const auto make_vectors = [&set](job& j) {
+    j.v.emplace(j.h, set);
+    j.out.emplace(j.h.size(), set);
   };
-  int f1 = 0, f2 = 0;
-  std::string e1, e2;
-  std::thread t1 = guarded_thread(&e1, [&] { run(w1, v1, out1, &f1); });
-  std::thread t2 = guarded_thread(&e2, [&] { run(w2, v2, out2, &f2); });
+  const auto run = [&](job& j) {
+    if (own_vectors) make_vectors(j);
+    for (int it = 0; it < 40; ++it) {
+      if (strata::reduce(*j.v) != j.want) ++j.failures;
+      auto f = strata::count_async(*j.v, j.h[7]);
+      strata::inclusive_scan(*j.v, *j.out);
+      if (j.out->get(j.h.size() - 1) != j.want) ++j.failures;
+      if (f.get() != j.count7) ++j.failures;
+    }
+    if (own_vectors) j.v.reset(), j.out.reset();  // freed while the other thread may still run
+  };
+  if (!own_vectors)
+    for (job& j : jobs) make_vectors(j);
+  std::thread t1 = guarded_thread(&jobs[0].error, [&] { run(jobs[0]); });
+  std::thread t2 = guarded_thread(&jobs[1].error, [&] { run(jobs[1]); });
   t1.join();
   t2.join();
-  EXPECT_EQ(e1, "");
-  EXPECT_EQ(e2, "");
-  EXPECT_EQ(f1, 0);
-  EXPECT_EQ(f2, 0);
+  for (const job& j : jobs) {
+    EXPECT_EQ(j.error, "");
+    EXPECT_EQ(j.failures, 0);
+  }
 }
 
 TEST(Concurrency, TwoHostThreadsShareOneDeviceSet) { two_threads_share_one_set(true); }
