@@ -46,7 +46,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   # (about 1.5-2.5 min): with 12 side by side (about 60-80 s) the tools misbehaved in 5 of 14
   # sweeps (lost kernel launches, hangs, reports on data that read back right, and initcheck
   # faulting in 8 of 456 runs of the two-thread test where one thread allocates while the other
-  # launches; docs/errors.md), and in none of the 3 sweeps run one at a time.
+  # launches; docs/errors.md), and in none of the 4 sweeps run one at a time.
   sanitize_one() {
     local tool=$1 name=$2
     strata_sanitizer_args "$tool"
