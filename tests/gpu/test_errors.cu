@@ -223,14 +223,16 @@ void two_threads_share_one_set(bool own_vectors) {
       if (j.out->get(j.h.size() - 1) != j.want) ++j.failures;
       if (f.get() != j.count7) ++j.failures;
     }
-    if (own_vectors) j.v.reset(), j.out.reset();  // freed while the other thread may still run
+    if (own_vectors) {  // freed while the other thread may still run
+      j.v.reset();
+      j.out.reset();
+    }
   };
   if (!own_vectors)
     for (job& j : jobs) make_vectors(j);
-  std::thread t1 = guarded_thread(&jobs[0].error, [&] { run(jobs[0]); });
-  std::thread t2 = guarded_thread(&jobs[1].error, [&] { run(jobs[1]); });
-  t1.join();
-  t2.join();
+  std::vector<std::thread> threads;
+  for (job& j : jobs) threads.push_back(guarded_thread(&j.error, [&run, &j] { run(j); }));
+  for (std::thread& t : threads) t.join();
   for (const job& j : jobs) {
     EXPECT_EQ(j.error, "");
     EXPECT_EQ(j.failures, 0);
