@@ -15,4 +15,4 @@ configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/StrataConfig.cmake.in
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
 install(FILES "${PROJECT_BINARY_DIR}/StrataConfig.cmake" "${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake"
-  DESTINATION "${STRATA_INSTALL_CMAKEDIR}")
+  "${PROJECT_SOURCE_DIR}/cmake/StrataRequirements.cmake" DESTINATION "${STRATA_INSTALL_CMAKEDIR}")

@@ -13,23 +13,50 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace strata {
 
-/// The number of CUDA devices this process can see; 0 where there is no driver or no device
-/// (never throws for those cases, so callers can decide to skip GPU work).
-inline int visible_device_count() noexcept {
+namespace detail {
+/// What cudaGetDeviceCount's answer means: `n` devices on success; none when there truly is no
+/// device (cudaErrorNoDevice) or no driver at all (cudaErrorInsufficientDriver while the driver
+/// version reads 0, as on a machine without the NVIDIA driver). Any other error, a driver older
+/// than the runtime among them, is thrown as strata::cuda_error: a machine whose GPUs cannot be
+/// used must not pass for one without GPUs.
+inline int device_count_from(cudaError_t e, int n, int driver_version, int runtime_version) {
+  if (e == cudaSuccess) return n;
+  if (e == cudaErrorNoDevice) return 0;
+  if (e == cudaErrorInsufficientDriver && driver_version == 0) return 0;
+  std::string call = "cudaGetDeviceCount";
+  if (e == cudaErrorInsufficientDriver) {
+    const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };
+    call += " (the driver is too old: it supports CUDA " + version(driver_version) + ", this program needs CUDA " +
+            version(runtime_version) + "; update the NVIDIA driver)";
+  }
+  throw cuda_error(e, call, -1, __FILE__, __LINE__);
+}
+}  // namespace detail
+
+/// The number of CUDA devices this process can see. Returns 0 where there is no device or no
+/// NVIDIA driver at all, so callers can decide to skip GPU work. Throws strata::cuda_error when
+/// devices exist but cannot be used, e.g. cudaErrorInsufficientDriver naming both CUDA versions
+/// when the driver is older than the runtime Strata was built with.
+inline int visible_device_count() {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
+  int driver = 0, runtime = 0;
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
   }
-  return n;
+  return detail::device_count_from(e, n, driver, runtime);
 }
 
 /// Options for making a device_set.
@@ -48,6 +75,11 @@ struct device_set_options {
   /// graphs, which cuts the host launch overhead that dominates small multi-place calls. Also
   /// turned off by the environment variable `STRATA_DISABLE_GRAPHS=1`.
   bool use_graphs = true;
+  /// Share one set per process: making a set with the same device list and options as a set
+  /// that is still alive returns that set (it compares equal, and ranges on either meet in one
+  /// call), so `device_set::all()` called in two places of a program gives one set. False makes a
+  /// set of its own, with its own streams, that equals only its copies.
+  bool shared = true;
 };
 
 namespace detail {
@@ -106,25 +138,24 @@ class device_set {
                                 std::to_string(n) + " CUDA device" + (n == 1 ? " is" : "s are") + " visible)");
     if (detail::env_switch_on("STRATA_DISABLE_P2P")) options.force_host_staging = true;
     if (detail::env_switch_on("STRATA_DISABLE_GRAPHS")) options.use_graphs = false;
-
-    auto s = std::make_shared<detail::set_state>();
-    s->use_graphs = options.use_graphs;
-    s->visible_devices = n;
-    s->force_host_staging = options.force_host_staging;
-    s->set_root_device(ordinals[0]);
-    for (int d : ordinals) s->places.push_back(std::make_unique<detail::place_state>(d));
-    s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
-    if (options.enable_peer_access) enable_peers(*s, ordinals, options.verify_peer_access);
-    const std::size_t k = ordinals.size();
-    s->direct.assign(k * k, 0);
-    for (std::size_t i = 0; i < k; ++i)
-      for (std::size_t j = 0; j < k; ++j) {
-        const int a = ordinals[i], b = ordinals[j];
-        bool reach = (i == j) || (a == b) || s->peer[static_cast<std::size_t>(a) * n + b] != 0;
-        if (i != j && s->force_host_staging) reach = false;
-        s->direct[i * k + j] = reach ? 1 : 0;
-      }
-    state_ = std::move(s);
+    if (!options.shared) {
+      state_ = make_state(ordinals, options, n);
+      return;
+    }
+    // The live set with this device list and options, or a new one registered for later calls.
+    std::vector<int> key = ordinals;
+    for (bool flag : {options.enable_peer_access, options.force_host_staging, options.verify_peer_access,
+                      options.use_graphs})
+      key.push_back(flag ? -1 : -2);
+    auto& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    if (auto live = reg.sets[key].lock()) {
+      state_ = std::move(live);
+      return;
+    }
+    for (auto it = reg.sets.begin(); it != reg.sets.end();) it = it->second.expired() ? reg.sets.erase(it) : std::next(it);
+    state_ = make_state(ordinals, options, n);
+    reg.sets[key] = state_;
   }
 
   /// Number of places.
@@ -167,7 +198,19 @@ class device_set {
     scope.state().wait_all_places();
   }
 
-  /// Two sets are equal when they share the same places (one is a copy of the other).
+  /// Frees the device memory the places keep between calls (CUB's temporary storage and the
+  /// sort's scratch segments), after waiting for their work; later calls allocate it again.
+  /// Takes the set's call lock. Throws strata::cuda_error if any of the work failed.
+  void release_cached_memory() const {
+    const detail::call_scope scope(*state_, "strata::device_set::release_cached_memory");
+    for (auto& p : scope.state().places) {
+      detail::device_guard g(p->device());
+      p->release_cached();
+    }
+  }
+
+  /// Two sets are equal when they share the same places: one is a copy of the other, or both were
+  /// made with the same devices and options while one was alive (device_set_options::shared).
   friend bool operator==(const device_set& a, const device_set& b) noexcept { return a.state_ == b.state_; }
   /// True if the sets do not share their places.
   friend bool operator!=(const device_set& a, const device_set& b) noexcept { return !(a == b); }
@@ -182,6 +225,38 @@ class device_set {
     if (k > detail::max_places)
       throw std::invalid_argument("strata::device_set: " + std::to_string(k) + " places requested, at most " +
                                   std::to_string(detail::max_places) + " are supported");
+  }
+
+  // The sets made with shared = true that are alive, by device list and options.
+  struct set_registry {
+    std::mutex mutex;
+    std::map<std::vector<int>, std::weak_ptr<detail::set_state>> sets;
+  };
+  static set_registry& registry() {
+    static set_registry r;
+    return r;
+  }
+
+  static std::shared_ptr<detail::set_state> make_state(const std::vector<int>& ordinals, const device_set_options& options,
+                                                       int n) {
+    auto s = std::make_shared<detail::set_state>();
+    s->use_graphs = options.use_graphs;
+    s->visible_devices = n;
+    s->force_host_staging = options.force_host_staging;
+    s->set_root_device(ordinals[0]);
+    for (int d : ordinals) s->places.push_back(std::make_unique<detail::place_state>(d));
+    s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+    if (options.enable_peer_access) enable_peers(*s, ordinals, options.verify_peer_access);
+    const std::size_t k = ordinals.size();
+    s->direct.assign(k * k, 0);
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t j = 0; j < k; ++j) {
+        const int a = ordinals[i], b = ordinals[j];
+        bool reach = (i == j) || (a == b) || s->peer[static_cast<std::size_t>(a) * n + b] != 0;
+        if (i != j && s->force_host_staging) reach = false;
+        s->direct[i * k + j] = reach ? 1 : 0;
+      }
+    return s;
   }
 
   detail::place_state& place(std::size_t i) const {

@@ -116,6 +116,38 @@ class distributed_span {
   segment<T> segment_at(std::size_t i) const {
     return segment<T>{i, places().device(i), data_.at(i), partition_.count(i), partition_.offset(i)};
   }
+  /// The elements [offset, offset + count) as a span over the same device_set: every place keeps
+  /// its share of that slice (possibly none), so the slice works with every algorithm, and two
+  /// ranges of one layout sliced alike have one layout again. Global indices of the slice start
+  /// at 0. Throws std::out_of_range if offset + count exceeds size() (or overflows).
+  distributed_span subspan(std::uint64_t offset, std::uint64_t count) const {
+    if (offset > size() || count > size() - offset)
+      throw std::out_of_range("strata::distributed_span::subspan: [" + std::to_string(offset) + ", " +
+                              std::to_string(offset) + " + " + std::to_string(count) + ") is out of range for " +
+                              std::to_string(size()) + " elements");
+    const std::size_t k = data_.size();
+    std::vector<std::uint64_t> counts(k, 0);
+    std::vector<T*> data(k, nullptr);
+    const std::uint64_t end = offset + count;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t s0 = partition_.offset(i), s1 = s0 + partition_.count(i);
+      const std::uint64_t lo = s0 > offset ? s0 : offset, hi = s1 < end ? s1 : end;
+      if (lo >= hi) continue;
+      counts[i] = hi - lo;
+      data[i] = data_[i] + (lo - s0);
+    }
+    return distributed_span(places(), partition::explicit_sizes(count, std::move(counts)), std::move(data));
+  }
+  /// The first `count` elements (subspan(0, count)). Throws std::out_of_range if count > size().
+  distributed_span first(std::uint64_t count) const { return subspan(0, count); }
+  /// The last `count` elements. Throws std::out_of_range if count > size().
+  distributed_span last(std::uint64_t count) const {
+    if (count > size())
+      throw std::out_of_range("strata::distributed_span::last: " + std::to_string(count) + " elements requested of " +
+                              std::to_string(size()));
+    return subspan(size() - count, count);
+  }
+
   /// All segments, in place order (empty ones included).
   std::vector<segment<T>> segments() const {
     std::vector<segment<T>> s;

@@ -12,7 +12,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,16 @@
 #include <vector>
 
 namespace strata {
+
+template <class T>
+class distributed_vector;
+
+namespace detail {
+/// Shrinks every segment of `v` to its first counts[i] elements (the layout becomes those counts;
+/// the allocations stay). Used by erase_if.
+template <class T>
+void keep_prefixes(distributed_vector<T>& v, const std::vector<std::uint64_t>& counts);
+}  // namespace detail
 
 /// Tag asking a container constructor to leave the elements uninitialised (no device work).
 struct no_init_t {
@@ -70,9 +82,7 @@ class distributed_vector {
   /// `n` uninitialised elements over `set`, laid out by `policy`: no device work beyond the
   /// allocations. Throws as above.
   distributed_vector(size_type n, device_set set, partition_policy policy, no_init_t)
-      : set_(std::move(set)), partition_(policy.apply(n, set_->size())) {
-    allocate();
-  }
+      : distributed_vector(std::optional<device_set>(std::move(set)), policy, n) {}
 
   /// The elements of a host range [first, last), copied over `set` laid out by `policy`.
   template <class It, class = std::enable_if_t<!std::is_integral_v<It>>>
@@ -86,11 +96,11 @@ class distributed_vector {
   distributed_vector(const std::vector<T>& host, device_set set, partition_policy policy = partition_policy::even())
       : distributed_vector(host.begin(), host.end(), std::move(set), std::move(policy)) {}
 
-  /// Deep copy with the same device_set and partition. Waits for the copy.
-  distributed_vector(const distributed_vector& other) : set_(other.set_), partition_(other.partition_) {
-    if (!set_) return;
-    allocate();
-    strata::copy(other, *this);
+  /// Deep copy with the same device_set and partition. Waits for the copy. Throws
+  /// strata::cuda_error if an allocation or the copy fails; nothing stays allocated then.
+  distributed_vector(const distributed_vector& other) : distributed_vector(other.set_, other.partition_) {
+    // Delegating: the object is complete here, so a throwing copy runs the destructor.
+    if (set_) strata::copy(other, *this);
   }
 
   /// Takes other's elements and layout without copying; other is left empty, without places.
@@ -136,12 +146,19 @@ class distributed_vector {
   /// A view of the whole container.
   distributed_span<T> span() {
     if (!set_) return {};
-    return distributed_span<T>(*set_, partition_, data_);
+    return distributed_span<T>(*set_, partition_, segment_pointers<T>());
   }
   /// A read-only view of the whole container.
   distributed_span<const T> span() const {
     if (!set_) return {};
-    return distributed_span<const T>(*set_, partition_, std::vector<const T*>(data_.begin(), data_.end()));
+    return distributed_span<const T>(*set_, partition_, segment_pointers<const T>());
+  }
+  /// A view of the elements [offset, offset + count): see distributed_span::subspan. Throws
+  /// std::out_of_range if the slice exceeds size().
+  distributed_span<T> subspan(size_type offset, size_type count) { return span().subspan(offset, count); }
+  /// A read-only view of the elements [offset, offset + count).
+  distributed_span<const T> subspan(size_type offset, size_type count) const {
+    return span().subspan(offset, count);
   }
   /// Implicit view of the whole container.
   operator distributed_span<T>() { return span(); }
@@ -150,15 +167,24 @@ class distributed_vector {
 
   /// Copies the elements to host memory at `dst` (room for size() elements) and waits.
   void copy_to_host(T* dst) const { strata::copy_to_host(*this, dst); }
-  /// The elements as a host vector.
+  /// The elements as a host vector (a `std::vector<bool>` for `bool` elements).
   std::vector<T> to_std_vector() const {
-    std::vector<T> h(static_cast<std::size_t>(size()));
-    if (!h.empty()) copy_to_host(h.data());
-    return h;
+    if constexpr (std::is_same_v<T, bool>) {
+      // std::vector<bool> packs bits and has no data(): stage through plain bools.
+      std::unique_ptr<bool[]> staged(new bool[static_cast<std::size_t>(size())]);
+      if (size() > 0) copy_to_host(staged.get());
+      return std::vector<bool>(staged.get(), staged.get() + size());
+    } else {
+      std::vector<T> h(static_cast<std::size_t>(size()));
+      if (!h.empty()) copy_to_host(h.data());
+      return h;
+    }
   }
 
   /// Replaces the elements with those of the host range [first, last), whose length must
-  /// equal size() (the layout does not change). Throws std::invalid_argument otherwise.
+  /// equal size() (the layout does not change). Any input iterator whose values convert to T
+  /// works (`std::vector<bool>`'s included); pointers and `std::vector<T>` iterators are copied
+  /// from directly, others through a host staging copy. Throws std::invalid_argument otherwise.
   template <class It>
   void assign(It first, It last) {
     const auto n = static_cast<size_type>(std::distance(first, last));
@@ -166,9 +192,16 @@ class distributed_vector {
       throw std::invalid_argument("strata::distributed_vector::assign: the host range has " + std::to_string(n) +
                                   " elements but the container has " + std::to_string(size()));
     if (n == 0) return;
-    if constexpr (std::is_pointer_v<It> || std::is_same_v<It, typename std::vector<T>::const_iterator> ||
-                  std::is_same_v<It, typename std::vector<T>::iterator>) {
+    constexpr bool contiguous =
+        std::is_pointer_v<It> ||
+        (!std::is_same_v<T, bool> && (std::is_same_v<It, typename std::vector<T>::const_iterator> ||
+                                      std::is_same_v<It, typename std::vector<T>::iterator>));
+    if constexpr (contiguous) {
       strata::copy_from_host(&*first, *this);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      std::unique_ptr<bool[]> staged(new bool[static_cast<std::size_t>(n)]);
+      std::copy(first, last, staged.get());
+      strata::copy_from_host(staged.get(), *this);
     } else {
       std::vector<T> staged(first, last);
       strata::copy_from_host(staged.data(), *this);
@@ -216,9 +249,35 @@ class distributed_vector {
     detail::call_scope scope(set_->state(), name);
     detail::place_state& p = *scope.state().places[place];
     detail::device_guard g(p.device());
+    detail::active_place_scope a(static_cast<int>(place));
     enqueue(p.stream());
     STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
   }
+
+  // Uninitialised storage laid out by `part` over `set` (none without a set). Every public
+  // constructor that does device work after allocating delegates to this one (directly or
+  // through the no_init constructor), so an exception from that work runs the destructor.
+  distributed_vector(std::optional<device_set> set, strata::partition part)
+      : set_(std::move(set)), partition_(std::move(part)) {
+    if (set_) allocate();
+  }
+  distributed_vector(std::optional<device_set> set, const partition_policy& policy, size_type n)
+      : distributed_vector(set, policy.apply(n, set->size())) {}
+
+  // The segments' pointers, null where a place owns no element (after erase_if a place may keep
+  // its allocation while owning nothing).
+  template <class E>
+  std::vector<E*> segment_pointers() const {
+    std::vector<E*> p(data_.size(), nullptr);
+    for (std::size_t i = 0; i < data_.size(); ++i)
+      if (partition_.count(i) > 0) p[i] = data_[i];
+    return p;
+  }
+
+  // erase_if: the first counts[i] elements of every segment stay, in place; the allocations do
+  // not change.
+  template <class U>
+  friend void detail::keep_prefixes(distributed_vector<U>& v, const std::vector<std::uint64_t>& counts);
 
   // Where element `i` lives: its place and its address there.
   struct element_at {
@@ -259,5 +318,17 @@ class distributed_vector {
   strata::partition partition_;
   std::vector<T*> data_;
 };
+
+namespace detail {
+template <class T>
+void keep_prefixes(distributed_vector<T>& v, const std::vector<std::uint64_t>& counts) {
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > v.partition_.count(i)) throw std::logic_error("strata: keep_prefixes grows a segment");
+    n += counts[i];
+  }
+  v.partition_ = partition::explicit_sizes(n, counts);
+}
+}  // namespace detail
 
 }  // namespace strata

@@ -8,7 +8,11 @@
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
 #include <strata/future.cuh>
+#include <strata/zip.cuh>
+#include <strata/algorithm/compact.cuh>
 #include <strata/algorithm/copy.cuh>
+#include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/reduce.cuh>
 #include <strata/algorithm/scan.cuh>
+#include <strata/algorithm/sort.cuh>
 #include <strata/algorithm/transform.cuh>

@@ -189,3 +189,39 @@ TEST(DeviceSet, GuardRestoresTheCallersDevice) {
   ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
   EXPECT_EQ(before, after);
 }
+
+// Issue 18: a std::vector<bool> makes a distributed_vector<bool> (it used to fail to compile:
+// std::vector<bool> has no data()), and comes back out.
+TEST(Container, BoolElementsFromAndToStdVectorBool) {
+  for_each_set_and_size([](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::vector<bool> h(n);
+    std::uint64_t ones = 0;
+    for (std::uint64_t i = 0; i < n; ++i) ones += (h[i] = (g() & 1) != 0) ? 1 : 0;
+    strata::distributed_vector<bool> v(h, s.set);
+    EXPECT_EQ(v.to_std_vector(), h);
+    EXPECT_EQ(strata::count(v, true), ones);
+    if (n > 0) EXPECT_EQ(v.get(n - 1), h[n - 1]);
+    v.assign(h.begin(), h.end());
+    EXPECT_EQ(v.to_std_vector(), h);
+  });
+}
+
+// Issue 18: two device_set::all() (or two identical repeat()) calls give one set, so vectors made
+// from each meet in one call; shared = false gives a set of its own.
+TEST(DeviceSet, SetsWithTheSameDevicesAndOptionsAreOneSet) {
+  const auto a = strata::device_set::all();
+  const auto b = strata::device_set::all();
+  EXPECT_EQ(a, b);
+  strata::distributed_vector<int> x(1001, 2, a), y(1001, 3, strata::device_set::all());
+  EXPECT_EQ(strata::transform_reduce(x, y, 0, cuda::std::plus<>{}, cuda::std::multiplies<>{}), 6006);
+  EXPECT_EQ(strata::device_set::repeat(0, 3), strata::device_set::repeat(0, 3));
+  EXPECT_NE(strata::device_set::repeat(0, 3), strata::device_set::repeat(0, 2));
+  strata::device_set_options staged;
+  staged.force_host_staging = true;
+  EXPECT_NE(strata::device_set::repeat(0, 3), strata::device_set::repeat(0, 3, staged));
+  const auto own = private_set(3);
+  EXPECT_NE(own, strata::device_set::repeat(0, 3));
+  EXPECT_NE(own, private_set(3));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NE(own.stream(i), strata::device_set::repeat(0, 3).stream(i));
+}

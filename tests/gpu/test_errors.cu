@@ -64,7 +64,7 @@ std::thread guarded_thread(std::string* error, F f) {
 TEST(Errors, CatalogueOfBadInput) {
   const int n_dev = strata::visible_device_count();
   const auto set = strata::device_set::repeat(0, 3);
-  const auto other_set = strata::device_set::repeat(0, 3);
+  const auto other_set = private_set(3);  // equal devices, but another set
   strata::distributed_vector<int> a(100, 1, set), b(100, 2, set), shorter(99, 3, set);
   strata::distributed_vector<int> skewed(100, 4, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
   strata::distributed_vector<int> elsewhere(100, 5, other_set);

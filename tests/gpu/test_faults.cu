@@ -4,6 +4,7 @@
 // work normally afterwards.
 #include "test_util.cuh"
 
+#include <algorithm>
 #include <functional>
 #include <cstdio>
 #include <numeric>
@@ -21,6 +22,21 @@ struct is_odd {
 struct mul_fn {
   __host__ __device__ std::int64_t operator()(std::int64_t x, std::int64_t y) const { return x * y; }
 };
+struct add_one {
+  __host__ __device__ void operator()(std::int64_t& x) const { x += 1; }
+};
+struct twice_index {
+  __host__ __device__ std::int64_t operator()(std::uint64_t i) const { return 2 * static_cast<std::int64_t>(i); }
+};
+struct add_index {
+  __host__ __device__ void operator()(std::uint64_t i, std::int64_t& x) const { x += static_cast<std::int64_t>(i); }
+};
+struct sum3 {
+  __host__ __device__ std::int64_t operator()(std::int64_t a, std::int64_t b, std::int64_t c) const { return a + b + c; }
+};
+struct assign_second {
+  __host__ __device__ void operator()(std::int64_t& a, std::int64_t b) const { a = b; }
+};
 
 }  // namespace
 
@@ -31,12 +47,14 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
   auto& inj = strata::detail::faults();
   strata::device_set_options options;
   options.use_graphs = GetParam();  // with graphs, the loop below exercises replays
-  const auto set = strata::device_set::repeat(0, 4, options);
+  const auto set = private_set(4, options);
   const std::uint64_t n = 1000003;
   std::vector<std::int64_t> h(n);
   std::iota(h.begin(), h.end(), std::int64_t{-500000});
   strata::distributed_vector<std::int64_t> in(h, set), out(n, set), other(n, set, strata::partition_policy::weighted({1, 2, 3, 4}));
+  strata::distributed_vector<std::int64_t> scratch(n, set);
   const std::int64_t sum = std::accumulate(h.begin(), h.end(), std::int64_t{0});
+  const auto odd = static_cast<std::uint64_t>(std::count_if(h.begin(), h.end(), [](std::int64_t x) { return (x & 1) != 0; }));
 
   // name, the call, and a check that the library computes correctly afterwards.
   const std::vector<std::pair<const char*, std::function<bool()>>> algos = {
@@ -52,6 +70,41 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
       {"transform", [&] { strata::transform(in, out, twice_fn{}); return out.get(n - 1) == 2 * h[n - 1]; }},
       {"fill", [&] { strata::fill(out, 3); return out.get(n / 2) == 3; }},
       {"copy relayout", [&] { strata::copy(in, other); return other.get(n - 2) == h[n - 2]; }},
+      // Every other public call that does device work (the loop used to cover only the 12 above).
+      {"for_each", [&] { strata::for_each(out, add_one{}); return true; }},
+      {"iota", [&] { strata::iota(out, std::int64_t{4}); return out.get(n - 1) == std::int64_t(n) + 3; }},
+      {"tabulate", [&] { strata::tabulate(out, twice_index{}); return out.get(n - 1) == 2 * std::int64_t(n - 1); }},
+      {"for_each_indexed", [&] { strata::fill(out, 0); strata::for_each_indexed(out, add_index{}); return out.get(7) == 7; }},
+      {"binary transform", [&] { strata::transform(in, in, out, mul_fn{}); return out.get(n - 1) == h[n - 1] * h[n - 1]; }},
+      {"zip transform", [&] { strata::transform(strata::zip(in, in, in), out, sum3{}); return out.get(3) == 3 * h[3]; }},
+      {"zip for_each", [&] { strata::for_each(strata::zip(out, in), assign_second{}); return out.get(5) == h[5]; }},
+      {"for_each_segment", [&] {
+         strata::for_each_segment(strata::zip(out, in), [](cudaStream_t st, auto o, auto i) {
+           STRATA_CUDA_CHECK(cudaMemcpyAsync(o.data, i.data, i.count * sizeof(std::int64_t), cudaMemcpyDeviceToDevice, st));
+         });
+         return out.get(n - 1) == h[n - 1];
+       }},
+      {"copy_from_host", [&] { strata::copy_from_host(h.data(), out); return out.get(n / 3) == h[n / 3]; }},
+      {"copy_to_host", [&] { std::vector<std::int64_t> b(n); strata::copy_to_host(in, b.data()); return b == h; }},
+      {"get", [&] { return in.get(n - 1) == h[n - 1]; }},
+      {"set", [&] { out.set(n - 1, 42); return out.get(n - 1) == 42; }},
+      {"count", [&] { return strata::count(in, h[9]) == 1; }},
+      {"all_of", [&] { return !strata::all_of(in, is_odd{}); }},
+      {"any_of", [&] { return strata::any_of(in, is_odd{}); }},
+      {"none_of", [&] { return !strata::none_of(in, is_odd{}); }},
+      {"transform_reduce zip", [&] { return strata::transform_reduce(strata::zip(in, in), std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) > 0; }},
+      {"reduce with init", [&] { return strata::reduce(in, std::int64_t{2}) == sum + 2; }},
+      {"inclusive_scan with init", [&] { strata::inclusive_scan(in, out, cuda::std::plus<>{}, std::int64_t{1}); return out.get(n - 1) == sum + 1; }},
+      {"copy constructor", [&] { strata::distributed_vector<std::int64_t> c(in); return c.get(n - 1) == h[n - 1]; }},
+      {"copy assignment", [&] { strata::distributed_vector<std::int64_t> c; c = other; return c.get(0) == other.get(0); }},
+      {"host constructor", [&] { strata::distributed_vector<std::int64_t> c(h, set); return c.get(n - 1) == h[n - 1]; }},
+      {"fill constructor", [&] { strata::distributed_vector<std::int64_t> c(n, 5, set); return c.get(n - 1) == 5; }},
+      {"copy_if", [&] { return strata::copy_if(in, out, is_odd{}).size() == odd; }},
+      {"copy_if new", [&] { return strata::copy_if(in, is_odd{}).size() == odd; }},
+      {"remove_if", [&] { strata::copy(in, out); return strata::remove_if(out, is_odd{}).size() == n - odd; }},
+      {"unique", [&] { strata::copy(in, out); return strata::unique(out).size() == n; }},
+      {"unique_copy", [&] { return strata::unique_copy(in, out).size() == n; }},
+      {"partition_copy", [&] { return strata::partition_copy(in, out, scratch, is_odd{}).first.size() == odd; }},
   };
 
   for (int warm = 0; warm < 3; ++warm)  // warms every cache and captures the graphs
@@ -81,7 +134,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
         set.synchronize();  // the other places' work drains: no hang
         EXPECT_TRUE(call()) << name << " is wrong after a fault";
       }
-  EXPECT_GT(surfaced, 100);
+  EXPECT_GT(surfaced, 250);
   std::printf("graphs: %llu captures during the fault loop, %llu replays in all\n",
               static_cast<unsigned long long>(set.state().graphs.captures - captures_before),
               static_cast<unsigned long long>(set.state().graphs.replays));
@@ -104,7 +157,7 @@ TEST(Faults, AFailureDuringGraphCaptureLeavesNoCaptureBehind) {
   for (int place = 0; place < 4; ++place)
     for (long nth = 0; nth < 7; ++nth) {
       SCOPED_TRACE("place " + std::to_string(place) + ", call " + std::to_string(nth));
-      const auto set = strata::device_set::repeat(0, 4);  // a fresh graph cache
+      const auto set = private_set(4);  // a fresh graph cache
       if (!set.state().use_graphs) GTEST_SKIP() << "graph replay is off (STRATA_DISABLE_GRAPHS)";
       strata::distributed_vector<std::int64_t> in(h, set);
       ASSERT_EQ(strata::reduce(in), sum);  // first sighting: eager

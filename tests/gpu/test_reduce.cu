@@ -211,7 +211,7 @@ TEST(Reduce, MismatchedRangesThrowBeforeDeviceWork) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("partitioned differently"), std::string::npos) << e.what();
   }
-  strata::distributed_vector<int> d(10, 1, strata::device_set::repeat(0, 3));
+  strata::distributed_vector<int> d(10, 1, private_set(3));
   EXPECT_THROW(strata::equal(a, d), std::invalid_argument);  // another device_set
   EXPECT_THROW(strata::reduce(strata::distributed_span<int>{}), std::invalid_argument);
 }
@@ -288,4 +288,18 @@ TEST(Reduce, RepeatedCallsReplayedAsGraphsFollowDataAndInit) {
   strata::distributed_vector<int> v(1000, 2, set);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(strata::reduce(v), 2000);
   EXPECT_EQ(set.state().graphs.replays, 0u);
+}
+
+// reduce(r, init) as std::reduce: the sum is accumulated in the type of init, so 32-bit values
+// whose sum leaves int32 come out exact with an int64 init.
+TEST(Reduce, WithInitAccumulatesInItsType) {
+  for_each_set_and_size([](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::vector<std::int32_t> h(n);
+    std::int64_t want = 40;
+    for (auto& x : h) want += x = static_cast<std::int32_t>(2'000'000'000 - g() % 1000);
+    strata::distributed_vector<std::int32_t> v(h, s.set);
+    EXPECT_EQ(strata::reduce(v, std::int64_t{40}), want);
+    EXPECT_EQ(strata::reduce_async(v, std::int64_t{40}).get(), want);
+  });
 }

@@ -160,3 +160,82 @@ TEST(Scan, MoreThan2To31Elements) {
   }
   EXPECT_EQ(bad, 0u);
 }
+
+// Issue 18: every documented form takes strata::nosync (the tag used to bind as the operator and
+// fail to compile), an inclusive scan takes an initial value, and a scan into a wider output adds
+// in the wider type (int32 into int64 used to overflow in int32).
+TEST(Scan, NosyncInitialValueAndAccumulatorType) {
+  for_each_set_and_size([](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::vector<std::int32_t> h(n);
+    for (auto& x : h) x = static_cast<std::int32_t>(1'000'000'000 + g() % 1'000'000'000);  // sums leave int32 at once
+    strata::distributed_vector<std::int32_t> in(h, s.set), out32(n, s.set);
+    strata::distributed_vector<std::int64_t> out(n, s.set);
+    std::vector<std::int64_t> inc(n), exc(n);
+    std::int64_t acc = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      exc[i] = acc;
+      inc[i] = acc += h[i];
+    }
+    const auto plus_init = [&](std::int64_t init) {
+      std::vector<std::int64_t> w(inc);
+      for (auto& x : w) x += init;
+      return w;
+    };
+
+    poison(out);
+    strata::inclusive_scan(in, out);  // accumulates in int64, the common type
+    EXPECT_EQ(out.to_std_vector(), inc) << "int32 into int64";
+    poison(out);
+    strata::inclusive_scan(in, out, strata::nosync);
+    s.set.synchronize();
+    EXPECT_EQ(out.to_std_vector(), inc) << "inclusive_scan(in, out, nosync)";
+    poison(out);
+    strata::inclusive_scan(in, out, cuda::std::plus<>{}, std::int64_t{-7});
+    EXPECT_EQ(out.to_std_vector(), plus_init(-7)) << "inclusive_scan with init";
+    poison(out);
+    strata::inclusive_scan(in, out, cuda::std::plus<>{}, std::int64_t{11}, strata::nosync);
+    s.set.synchronize();
+    EXPECT_EQ(out.to_std_vector(), plus_init(11)) << "inclusive_scan with init, nosync";
+    poison(out);
+    strata::transform_inclusive_scan(in, out, cuda::std::plus<>{}, cuda::std::negate<>{}, std::int64_t{5});
+    std::vector<std::int64_t> neg(n);
+    for (std::uint64_t i = 0; i < n; ++i) neg[i] = 5 - inc[i];
+    EXPECT_EQ(out.to_std_vector(), neg) << "transform_inclusive_scan with init";
+    poison(out);
+    strata::exclusive_scan(in, out, std::int64_t{0}, strata::nosync);
+    s.set.synchronize();
+    EXPECT_EQ(out.to_std_vector(), exc) << "exclusive_scan(in, out, init, nosync)";
+    // Same types in and out: the sums wrap in int32 as std::inclusive_scan's do.
+    strata::distributed_vector<std::int32_t> small(n, s.set);
+    std::vector<std::int32_t> hs(n, 3), ws(n);
+    small = hs;
+    poison(out32);
+    strata::inclusive_scan(small, out32, strata::nosync);
+    s.set.synchronize();
+    for (std::uint64_t i = 0; i < n; ++i) ws[i] = static_cast<std::int32_t>(3 * (i + 1));
+    EXPECT_EQ(out32.to_std_vector(), ws);
+  });
+}
+
+// A non-commutative operator with an initial value: the seed joins on the left of segment 0 only.
+TEST(Scan, InclusiveWithInitNonCommutative) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{1009}}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(where(s, n, seed));
+      std::mt19937_64 g(seed);
+      std::vector<mat2> h(n);
+      for (auto& m : h)
+        m = mat2{static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()),
+                 static_cast<std::uint32_t>(g())};
+      strata::distributed_vector<mat2> in(h, s.set), out(n, s.set);
+      poison(out);
+      const mat2 init{2, 7, 1, 8};
+      strata::inclusive_scan(in, out, mat2_mul{}, init);
+      std::vector<mat2> want(n);
+      mat2 acc = init;
+      for (std::uint64_t i = 0; i < n; ++i) want[i] = acc = mat2_mul{}(acc, h[i]);
+      EXPECT_TRUE(out.to_std_vector() == want);
+    }
+}

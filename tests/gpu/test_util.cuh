@@ -53,6 +53,13 @@ void leave_poison_behind(std::uint64_t n, const T& poison, const strata::device_
   strata::distributed_vector<T> v(n, poison, set);
 }
 
+/// `k` places on GPU 0 in a set of their own (device_set_options::shared off): a set that no
+/// other live set equals, with fresh caches.
+inline strata::device_set private_set(std::size_t k, strata::device_set_options options = {}) {
+  options.shared = false;
+  return strata::device_set::repeat(0, k, options);
+}
+
 /// A device_set under test and a name for failure messages.
 struct named_set {
   std::string name;
@@ -148,18 +155,27 @@ inline std::string where(const named_set& s, std::uint64_t n, std::uint64_t seed
   return s.name + ", n=" + std::to_string(n) + ", seed=" + std::to_string(seed);
 }
 
-/// Runs `check(set, n, host, device)` for every set and size on fresh random data (the trace
-/// names the set, size and seed): the loop most GPU tests are made of.
-template <class T, class Check>
-void for_each_case(Check&& check) {
+/// Runs `check(set, n, seed)` for every set and size with a fresh seed (the trace names the set,
+/// size and seed).
+template <class Check>
+void for_each_set_and_size(Check&& check) {
   for (const auto& s : sets())
     for (std::uint64_t n : sizes()) {
       const std::uint64_t seed = fresh_seed();
       SCOPED_TRACE(where(s, n, seed));
-      const auto h = random_vector<T>(n, seed);
-      strata::distributed_vector<T> v(h, s.set);
-      check(s, n, h, v);
+      check(s, n, seed);
     }
+}
+
+/// Runs `check(set, n, host, device)` for every set and size on fresh random data: the loop most
+/// GPU tests are made of.
+template <class T, class Check>
+void for_each_case(Check&& check) {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    const auto h = random_vector<T>(n, seed);
+    strata::distributed_vector<T> v(h, s.set);
+    check(s, n, h, v);
+  });
 }
 
 /// The arithmetic value types of the typed tests (the custom struct has tests of its own).

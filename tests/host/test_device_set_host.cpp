@@ -46,3 +46,23 @@ TEST(DeviceSetHost, AllOnThisMachine) {
     for (int i = 0; i < n; ++i) EXPECT_EQ(s.device(static_cast<std::size_t>(i)), i);
   }
 }
+
+// What cudaGetDeviceCount's answer means: only "no device" and "no driver at all" count as zero
+// devices; a driver older than the runtime is an error naming both versions (it used to read as
+// "no GPU", so a GPU machine with a stale driver reported its whole GPU suite as skipped).
+TEST(DeviceSetHost, DeviceCountSkipsOnlyWhenThereIsTrulyNoDevice) {
+  using strata::detail::device_count_from;
+  EXPECT_EQ(device_count_from(cudaSuccess, 3, 13000, 13000), 3);
+  EXPECT_EQ(device_count_from(cudaErrorNoDevice, 0, 13000, 13000), 0);
+  EXPECT_EQ(device_count_from(cudaErrorInsufficientDriver, 0, 0, 13000), 0);  // no driver installed
+  try {
+    (void)device_count_from(cudaErrorInsufficientDriver, 0, 12020, 13000);
+    FAIL() << "a driver too old for the runtime passed as no device";
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorInsufficientDriver);
+    const std::string w = e.what();
+    EXPECT_NE(w.find("the driver is too old: it supports CUDA 12.2, this program needs CUDA 13.0"), std::string::npos) << w;
+  }
+  EXPECT_THROW((void)device_count_from(cudaErrorInitializationError, 0, 13000, 13000), strata::cuda_error);
+  EXPECT_THROW((void)device_count_from(cudaErrorDevicesUnavailable, 0, 13000, 13000), strata::cuda_error);
+}

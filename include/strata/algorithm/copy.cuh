@@ -2,6 +2,7 @@
 // distributed range and host memory.
 #pragma once
 
+#include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
 
@@ -17,67 +18,38 @@ namespace strata {
 
 namespace detail {
 
-// Copies `bytes` from (src, src_dev) to (dst, dst_dev) on `stream`, a stream of dst_dev:
-// within a device a device-to-device copy, across devices a peer copy (the driver routes it
-// over NVLink/PCIe peer access where enabled and stages it otherwise).
-inline void copy_bytes(void* dst, int dst_dev, const void* src, int src_dev, std::size_t bytes, cudaStream_t stream) {
-  if (bytes == 0) return;
-  if (dst_dev == src_dev)
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
-  else
-    STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, stream));
-}
-
 template <class T>
 void copy_same_layout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
   call_scope scope(in.places().state(), "strata::copy");
   for_each_segment(scope.state(), in.partition(), [&](std::size_t i, place_state& p) {
     const auto s = in.segment_at(i);
-    copy_bytes(out.segment_at(i).data, p.device(), s.data, p.device(), s.count * sizeof(T), p.stream());
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(out.segment_at(i).data, s.data, s.count * sizeof(T), cudaMemcpyDeviceToDevice,
+                                      p.stream()));
   });
   if (sync) wait_segments(scope.state(), in.partition());
 }
 
-// Different layouts: every destination segment pulls the overlapping piece of every source
-// segment on its own stream, after the source place's earlier work (event); afterwards each
-// source place waits for the destinations it fed, so later writes to the source are ordered
-// after the reads.
+template <class T>
+std::vector<const void*> segment_sources(const distributed_span<T>& r) {
+  std::vector<const void*> p(r.segment_count());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = r.segment_at(i).data;
+  return p;
+}
+template <class T>
+std::vector<void*> segment_targets(const distributed_span<T>& r) {
+  std::vector<void*> p(r.segment_count());
+  for (std::size_t i = 0; i < p.size(); ++i) p[i] = r.segment_at(i).data;
+  return p;
+}
+
+// Different layouts or sets: one exchange of the overlapping pieces (detail/exchange.cuh).
 template <class T>
 void copy_relayout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
   set_state& ss = in.places().state();
   set_state& ds = out.places().state();
-  nvtx_range range("strata::copy");
-  std::unique_lock<std::mutex> l1(ss.call_mutex, std::defer_lock), l2(ds.call_mutex, std::defer_lock);
-  if (&ss == &ds)
-    l1.lock();
-  else
-    std::lock(l1, l2);
-
-  const partition& sp = in.partition();
-  const partition& dp = out.partition();
-  for_each_segment(ss, sp, [&](std::size_t, place_state& p) { STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream())); });
-  std::vector<std::vector<std::size_t>> fed(sp.places());
-  for_each_segment(ds, dp, [&](std::size_t j, place_state& dst) {
-    const std::uint64_t d0 = dp.offset(j), d1 = d0 + dp.count(j);
-    for (std::size_t i = 0; i < sp.places(); ++i) {
-      const std::uint64_t s0 = sp.offset(i), s1 = s0 + sp.count(i);
-      const std::uint64_t lo = std::max(s0, d0), hi = std::min(s1, d1);
-      if (lo >= hi) continue;
-      place_state& src = *ss.places[i];
-      if (&src != &dst) STRATA_CUDA_CHECK(cudaStreamWaitEvent(dst.stream(), src.event(), 0));
-      copy_bytes(out.segment_at(j).data + (lo - d0), dst.device(), in.segment_at(i).data + (lo - s0), src.device(),
-                 (hi - lo) * sizeof(T), dst.stream());
-      fed[i].push_back(j);
-    }
-    STRATA_CUDA_CHECK(cudaEventRecord(dst.event(), dst.stream()));
-  });
-  for_each_segment(ss, sp, [&](std::size_t i, place_state& src) {
-    for (std::size_t j : fed[i]) {
-      place_state& dst = *ds.places[j];
-      if (&src != &dst) STRATA_CUDA_CHECK(cudaStreamWaitEvent(src.stream(), dst.event(), 0));
-    }
-  });
-  if (sync) wait_segments(ds, dp);
+  two_set_scope scope(ss, ds, "strata::copy");
+  exchange(ss, segment_sources(in), ds, segment_targets(out), sizeof(T), relayout_pieces(in.partition(), out.partition()));
+  if (sync) wait_segments(ds, out.partition());
 }
 
 template <class In, class Out>
@@ -100,7 +72,8 @@ void copy_impl(const In& in_r, Out&& out_r, bool sync) {
 
 /// Copies `in` into `out` element by element (global index order). The ranges must have the
 /// same size and element type; their partitions and device sets may differ, in which case each
-/// overlapping piece moves by a peer copy (or a device copy within one device). Waits for the
+/// overlapping piece moves through the exchange: a device copy within one device, a peer copy
+/// between devices with peer access, pinned host staging otherwise. Waits for the
 /// work. Throws std::invalid_argument for different sizes or a range without places,
 /// strata::cuda_error if a CUDA call fails. `in` and `out` must not overlap in memory.
 template <class In, class Out, class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>

@@ -9,12 +9,14 @@
 #include <strata/detail/merge.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/future.cuh>
+#include <strata/zip.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cuda/std/functional>
 
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 #include <typeinfo>
 
@@ -64,43 +66,27 @@ reduce_partial<Acc, S, Op, Tf> make_reduce_partial(const S& r, Op op, Tf tf) {
   return {r, op, tf};
 }
 
-// Reads element i of two segments and applies a binary operator (binary transform_reduce).
-template <class A, class B, class F>
-struct pair_apply {
-  const A* a;
-  const B* b;
-  F f;
-  __host__ __device__ auto operator()(std::uint64_t i) const { return f(a[i], b[i]); }
-};
-
-template <class Acc, class SA, class SB, class Op, class F>
-struct reduce2_partial {
-  const SA& a;
-  const SB& b;
+// The partial of an n-ary transform_reduce over a zip: CUB over the segment's indices, each
+// read from every zipped range and combined by `f` (binary transform_reduce and equal are zips of
+// two).
+template <class Acc, class Z, class Op, class F>
+struct zip_reduce_partial {
+  const Z& z;
   Op op;
   F f;
   void operator()(std::size_t i, place_state& p, Acc* out) const {
-    const auto sa = a.segment_at(i);
-    const auto sb = b.segment_at(i);
-    using A = std::remove_const_t<std::remove_pointer_t<decltype(sa.data)>>;
-    using B = std::remove_const_t<std::remove_pointer_t<decltype(sb.data)>>;
-    const pair_apply<A, B, F> tf{sa.data, sb.data, f};
+    const auto tf = make_zip_apply(zip_pointers(z, i), f);
     run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return reduce_no_init<Acc>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, sa.count, op, tf,
-                                 p.stream());
+      return reduce_no_init<Acc>(temp, bytes, thrust::counting_iterator<std::uint64_t>(0), out, z.partition().count(i),
+                                 op, tf, p.stream());
     });
   }
   bool append_key(call_key& key) const {
-    key.add_type(typeid(reduce2_partial));
-    add_span_key(key, a);
-    add_span_key(key, b);
+    key.add_type(typeid(zip_reduce_partial));
+    std::apply([&](const auto&... s) { (add_span_key(key, s), ...); }, z.spans());
     return add_state_key(key, op) && add_state_key(key, f);
   }
 };
-template <class Acc, class SA, class SB, class Op, class F>
-reduce2_partial<Acc, SA, SB, Op, F> make_reduce2_partial(const SA& a, const SB& b, Op op, F f) {
-  return {a, b, op, f};
-}
 
 // The most elements one CUB call of an indexed reduction covers: its indices are 32-bit, as in
 // CUB's own ArgMin (which splits its input at 2^31 - 4096 for the same reason).
@@ -341,19 +327,30 @@ Acc transform_reduce(const R& r, Acc init, Op op, Tf transform) {
   return transform_reduce_async(r, init, op, transform).get();
 }
 
+/// Asynchronous n-ary transform_reduce over a zip: `init op f(a0, b0, ...) op f(a1, b1, ...) ...`,
+/// with one argument of `f` per zipped range (see strata::zip, which checks the layouts). `op`
+/// must be associative and commutative. Returns `init` for empty ranges.
+template <class Z, class Acc, class Op, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
+future<Acc> transform_reduce_async(const Z& z, Acc init, Op op, F f) {
+  return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", z.places(), z.partition(),
+                                            detail::zip_reduce_partial<Acc, Z, Op, F>{z, op, f},
+                                            detail::fold_with_init<Acc, Op>{init, op}, init);
+}
+/// n-ary transform_reduce over a zip, waiting for the value. See the async form.
+template <class Z, class Acc, class Op, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
+Acc transform_reduce(const Z& z, Acc init, Op op, F f) {
+  return transform_reduce_async(z, init, op, f).get();
+}
+
 /// Asynchronous binary transform_reduce (inner product): `init op f(a0, b0) op f(a1, b1) ...`.
 /// `a` and `b` must have the same size, device_set and partition (std::invalid_argument
 /// otherwise, before any device work: strata::copy one onto the other's layout first). `op` must
 /// be associative and commutative. Returns `init` for empty ranges.
 template <class RA, class RB, class Acc, class Op, class F,
           class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
-future<Acc> transform_reduce_async(const RA& a_in, const RB& b_in, Acc init, Op op, F f) {
-  const auto a = detail::as_span(a_in);
-  const auto b = detail::as_span(b_in);
-  detail::require_same_layout("strata::transform_reduce", a, b);
-  return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", a.places(), a.partition(),
-                                            detail::make_reduce2_partial<Acc>(a, b, op, f),
-                                            detail::fold_with_init<Acc, Op>{init, op}, init);
+future<Acc> transform_reduce_async(const RA& a, const RB& b, Acc init, Op op, F f) {
+  detail::require_same_layout("strata::transform_reduce", detail::as_span(a), detail::as_span(b));
+  return transform_reduce_async(zip(a, b), init, op, f);
 }
 /// Binary transform_reduce, waiting for the value. See the async form.
 template <class RA, class RB, class Acc, class Op, class F,
@@ -369,6 +366,13 @@ template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_
 future<Acc> reduce_async(const R& r, Acc init, Op op) {
   return transform_reduce_async(r, init, op, detail::identity_fn{});
 }
+/// Asynchronous sum of the elements plus `init`, accumulated in the type of `init` (as
+/// std::reduce(first, last, init)): `reduce_async(r, std::int64_t{0})` sums 32-bit integers in 64
+/// bits.
+template <class R, class Acc, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<Acc> reduce_async(const R& r, Acc init) {
+  return reduce_async(r, init, ::cuda::std::plus<>{});
+}
 /// Asynchronous sum of the elements (value-initialised T as the initial value).
 template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
 future<range_value_t<R>> reduce_async(const R& r) {
@@ -378,6 +382,12 @@ future<range_value_t<R>> reduce_async(const R& r) {
 template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
 Acc reduce(const R& r, Acc init, Op op) {
   return reduce_async(r, init, op).get();
+}
+/// The sum of the elements plus `init`, in the type of `init`, waiting for it (see
+/// reduce_async(r, init)).
+template <class R, class Acc, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc reduce(const R& r, Acc init) {
+  return reduce_async(r, init).get();
 }
 /// The sum of the elements, waiting for it.
 template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
@@ -486,14 +496,14 @@ bool none_of(const R& r, Pred pred) {
 /// Asynchronous equal: true if a[i] == b[i] for every i. The ranges must have the same size,
 /// device_set and partition (std::invalid_argument otherwise, before any device work).
 template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
-future<bool> equal_async(const RA& a_in, const RB& b_in) {
-  const auto a = detail::as_span(a_in);
-  const auto b = detail::as_span(b_in);
-  detail::require_same_layout("strata::equal", a, b);
+future<bool> equal_async(const RA& a, const RB& b) {
+  detail::require_same_layout("strata::equal", detail::as_span(a), detail::as_span(b));
+  const auto z = zip(a, b);
   return detail::reduce_to_future<bool, std::uint64_t>(
-      "strata::equal", a.places(), a.partition(),
-      detail::make_reduce2_partial<std::uint64_t>(a, b, ::cuda::std::plus<std::uint64_t>{}, detail::not_equal_fn{}),
-      detail::fold_quantifier{detail::quantifier::none, a.size()}, true);
+      "strata::equal", z.places(), z.partition(),
+      detail::zip_reduce_partial<std::uint64_t, decltype(z), ::cuda::std::plus<std::uint64_t>, detail::not_equal_fn>{
+          z, {}, {}},
+      detail::fold_quantifier{detail::quantifier::none, z.size()}, true);
 }
 /// True if the ranges hold equal elements at every index (see equal_async).
 template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>

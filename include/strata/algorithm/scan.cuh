@@ -85,7 +85,9 @@ struct exclusive_offsets {
   }
 };
 
-template <bool Exclusive, class Acc, class In, class Out, class Op, class Tf>
+enum class scan_kind { inclusive, inclusive_init, exclusive };
+
+template <scan_kind Kind, class Acc, class In, class Out, class Op, class Tf>
 void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, const Acc& init, bool sync) {
   static_assert(!std::is_const_v<typename span_of_t<Out>::element_type>, "strata: the scan output must be mutable");
   const auto in = as_span(in_r);
@@ -105,94 +107,157 @@ void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, cons
         return ordered_total<Acc>(temp, bytes, scan_input(seg.data, tf), slot, seg.count, op, p.stream());
     });
   };
+  // `offset` is the segment's seed read on the device; null for a lone segment, whose seed (if
+  // any) is `init` itself.
   const auto scan = [&](std::size_t i, place_state& p, int j, const Acc* offset) {
     const auto seg = in.segment_at(i);
     const auto it = scan_input(seg.data, tf);
     auto* dst = out.segment_at(i).data;
     run_cub(p, [&](void* temp, std::size_t& bytes) {
-      if constexpr (Exclusive) {
+      if constexpr (Kind == scan_kind::exclusive) {
         (void)j;
         return exclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, offset, init, p.stream());
       } else {
-        if (j == 0) return inclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, p.stream());
-        return inclusive_scan_seeded<Acc>(temp, bytes, it, dst, seg.count, op, offset, p.stream());
+        if (Kind == scan_kind::inclusive && j == 0) return inclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, p.stream());
+        return inclusive_scan_seeded<Acc>(temp, bytes, it, dst, seg.count, op, offset, init, p.stream());
       }
     });
   };
-  if constexpr (Exclusive)
-    scan_segments<Acc>(s, part, total, exclusive_offsets<Acc, Op>{init, op}, scan);
-  else
+  // With an initial value, segment j's seed is init op p0 op ... op p(j-1), as an exclusive
+  // scan's offsets are.
+  if constexpr (Kind == scan_kind::inclusive)
     scan_segments<Acc>(s, part, total, inclusive_offsets<Acc, Op>{op}, scan);
+  else
+    scan_segments<Acc>(s, part, total, exclusive_offsets<Acc, Op>{init, op}, scan);
   if (sync) wait_segments(s, part);
 }
 
-template <class R, class Tf>
-using transformed_t = std::decay_t<std::invoke_result_t<Tf, const range_value_t<R>&>>;
+// The accumulator of a scan without an initial value: the common type of the (transformed)
+// input and the output, so a scan of int into int64 adds in int64; the input's own type where
+// the two have no common type.
+template <class V, class O, class = void>
+struct scan_accumulator {
+  using type = V;
+};
+template <class V, class O>
+struct scan_accumulator<V, O, std::void_t<std::common_type_t<V, O>>> {
+  using type = std::common_type_t<V, O>;
+};
+template <class In, class Out, class Tf = identity_fn>
+using scan_acc_t = typename scan_accumulator<std::decay_t<std::invoke_result_t<Tf, const range_value_t<In>&>>,
+                                             range_value_t<Out>>::type;
+
+// A trailing argument that is not the nosync tag (keeps `scan(in, out, strata::nosync)` from
+// binding the tag as an operator or an initial value).
+template <class T>
+inline constexpr bool not_nosync_v = !std::is_same_v<std::decay_t<T>, nosync_t>;
+
+template <class In, class Out>
+inline constexpr bool scan_ranges_v = is_distributed_range_v<In> && is_distributed_range_v<Out>;
 
 }  // namespace detail
 
-/// Inclusive scan: out[i] = in[0] op in[1] op ... op in[i], accumulated in the input's value
-/// type. `op` must be associative (it need not be commutative; see strata::is_commutative for
-/// the faster path of commutative ones). `in` and `out` must have the same size, device_set and
-/// partition; they may be the same range (in place). An empty range writes nothing. Waits for
-/// the work. Throws std::invalid_argument for mismatched layouts, strata::cuda_error for CUDA
-/// failures.
+/// Inclusive scan: out[i] = in[0] op in[1] op ... op in[i]. The sums are accumulated in the common
+/// type of the input's and the output's value types (so `int` into `int64_t` adds in 64 bits);
+/// pass an initial value to choose the accumulator explicitly. `op` must be associative (it need
+/// not be commutative; see strata::is_commutative for the faster path of commutative ones).
+/// `in` and `out` must have the same size, device_set and partition; they may be the same range
+/// (in place). An empty range writes nothing. Waits for the work. Throws std::invalid_argument for
+/// mismatched layouts or partially overlapping ranges, strata::cuda_error for CUDA failures.
 template <class In, class Out, class Op = ::cuda::std::plus<>,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+          class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<Op>>>
 void inclusive_scan(const In& in, Out&& out, Op op = {}) {
-  using Acc = range_value_t<In>;
-  detail::scan_impl<false, Acc>("strata::inclusive_scan", in, out, op, detail::identity_fn{}, Acc{}, true);
+  using Acc = detail::scan_acc_t<In, Out>;
+  detail::scan_impl<detail::scan_kind::inclusive, Acc>("strata::inclusive_scan", in, out, op, detail::identity_fn{},
+                                                       Acc{}, true);
 }
-/// As inclusive_scan, returning once the work is enqueued (see strata::nosync).
-template <class In, class Out, class Op,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+/// As inclusive_scan(in, out, op), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class Op, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void inclusive_scan(const In& in, Out&& out, Op op, nosync_t) {
-  using Acc = range_value_t<In>;
-  detail::scan_impl<false, Acc>("strata::inclusive_scan", in, out, op, detail::identity_fn{}, Acc{}, false);
+  using Acc = detail::scan_acc_t<In, Out>;
+  detail::scan_impl<detail::scan_kind::inclusive, Acc>("strata::inclusive_scan", in, out, op, detail::identity_fn{},
+                                                       Acc{}, false);
+}
+/// As inclusive_scan(in, out) (a sum), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
+void inclusive_scan(const In& in, Out&& out, nosync_t) {
+  inclusive_scan(in, out, ::cuda::std::plus<>{}, nosync);
+}
+/// Inclusive scan with an initial value, as std::inclusive_scan's form with `init`:
+/// out[i] = init op in[0] op ... op in[i], accumulated in the type of `init`. Requirements and
+/// exceptions as inclusive_scan(in, out, op).
+template <class In, class Out, class Op, class T,
+          class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<T>>>
+void inclusive_scan(const In& in, Out&& out, Op op, T init) {
+  detail::scan_impl<detail::scan_kind::inclusive_init, T>("strata::inclusive_scan", in, out, op, detail::identity_fn{},
+                                                          init, true);
+}
+/// As inclusive_scan(in, out, op, init), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class Op, class T, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
+void inclusive_scan(const In& in, Out&& out, Op op, T init, nosync_t) {
+  detail::scan_impl<detail::scan_kind::inclusive_init, T>("strata::inclusive_scan", in, out, op, detail::identity_fn{},
+                                                          init, false);
 }
 
 /// Exclusive scan: out[i] = init op in[0] op ... op in[i-1] (out[0] = init), accumulated in
 /// the type of `init`. Requirements, in-place use and exceptions as inclusive_scan.
 template <class In, class Out, class T, class Op = ::cuda::std::plus<>,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+          class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<T> && detail::not_nosync_v<Op>>>
 void exclusive_scan(const In& in, Out&& out, T init, Op op = {}) {
-  detail::scan_impl<true, T>("strata::exclusive_scan", in, out, op, detail::identity_fn{}, init, true);
+  detail::scan_impl<detail::scan_kind::exclusive, T>("strata::exclusive_scan", in, out, op, detail::identity_fn{}, init,
+                                                     true);
 }
-/// As exclusive_scan, returning once the work is enqueued (see strata::nosync).
-template <class In, class Out, class T, class Op,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+/// As exclusive_scan(in, out, init, op), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class T, class Op, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void exclusive_scan(const In& in, Out&& out, T init, Op op, nosync_t) {
-  detail::scan_impl<true, T>("strata::exclusive_scan", in, out, op, detail::identity_fn{}, init, false);
+  detail::scan_impl<detail::scan_kind::exclusive, T>("strata::exclusive_scan", in, out, op, detail::identity_fn{}, init,
+                                                     false);
+}
+/// As exclusive_scan(in, out, init) (a sum), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class T,
+          class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<T>>>
+void exclusive_scan(const In& in, Out&& out, T init, nosync_t) {
+  exclusive_scan(in, out, init, ::cuda::std::plus<>{}, nosync);
 }
 
-/// Transform inclusive scan: out[i] = f(in[0]) op ... op f(in[i]), accumulated in f's result
-/// type. Requirements, in-place use and exceptions as inclusive_scan.
-template <class In, class Out, class Op, class F,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+/// Transform inclusive scan: out[i] = f(in[0]) op ... op f(in[i]), accumulated in the common type
+/// of f's result and the output's value type. Requirements, in-place use and exceptions as
+/// inclusive_scan.
+template <class In, class Out, class Op, class F, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void transform_inclusive_scan(const In& in, Out&& out, Op op, F f) {
-  using Acc = detail::transformed_t<In, F>;
-  detail::scan_impl<false, Acc>("strata::transform_inclusive_scan", in, out, op, f, Acc{}, true);
+  using Acc = detail::scan_acc_t<In, Out, F>;
+  detail::scan_impl<detail::scan_kind::inclusive, Acc>("strata::transform_inclusive_scan", in, out, op, f, Acc{}, true);
 }
-/// As transform_inclusive_scan, returning once the work is enqueued (see strata::nosync).
-template <class In, class Out, class Op, class F,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+/// As transform_inclusive_scan(in, out, op, f), returning once the work is enqueued (see strata::nosync).
+template <class In, class Out, class Op, class F, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void transform_inclusive_scan(const In& in, Out&& out, Op op, F f, nosync_t) {
-  using Acc = detail::transformed_t<In, F>;
-  detail::scan_impl<false, Acc>("strata::transform_inclusive_scan", in, out, op, f, Acc{}, false);
+  using Acc = detail::scan_acc_t<In, Out, F>;
+  detail::scan_impl<detail::scan_kind::inclusive, Acc>("strata::transform_inclusive_scan", in, out, op, f, Acc{}, false);
+}
+/// Transform inclusive scan with an initial value: out[i] = init op f(in[0]) op ... op f(in[i]),
+/// accumulated in the type of `init`. Requirements, in-place use and exceptions as inclusive_scan.
+template <class In, class Out, class Op, class F, class T,
+          class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<T>>>
+void transform_inclusive_scan(const In& in, Out&& out, Op op, F f, T init) {
+  detail::scan_impl<detail::scan_kind::inclusive_init, T>("strata::transform_inclusive_scan", in, out, op, f, init, true);
+}
+/// As transform_inclusive_scan(in, out, op, f, init), returning once the work is enqueued (see
+/// strata::nosync).
+template <class In, class Out, class Op, class F, class T, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
+void transform_inclusive_scan(const In& in, Out&& out, Op op, F f, T init, nosync_t) {
+  detail::scan_impl<detail::scan_kind::inclusive_init, T>("strata::transform_inclusive_scan", in, out, op, f, init, false);
 }
 
 /// Transform exclusive scan: out[i] = init op f(in[0]) op ... op f(in[i-1]), accumulated in the
 /// type of `init`. Requirements, in-place use and exceptions as inclusive_scan.
-template <class In, class Out, class T, class Op, class F,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+template <class In, class Out, class T, class Op, class F, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void transform_exclusive_scan(const In& in, Out&& out, T init, Op op, F f) {
-  detail::scan_impl<true, T>("strata::transform_exclusive_scan", in, out, op, f, init, true);
+  detail::scan_impl<detail::scan_kind::exclusive, T>("strata::transform_exclusive_scan", in, out, op, f, init, true);
 }
 /// As transform_exclusive_scan, returning once the work is enqueued (see strata::nosync).
-template <class In, class Out, class T, class Op, class F,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+template <class In, class Out, class T, class Op, class F, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void transform_exclusive_scan(const In& in, Out&& out, T init, Op op, F f, nosync_t) {
-  detail::scan_impl<true, T>("strata::transform_exclusive_scan", in, out, op, f, init, false);
+  detail::scan_impl<detail::scan_kind::exclusive, T>("strata::transform_exclusive_scan", in, out, op, f, init, false);
 }
 
 }  // namespace strata

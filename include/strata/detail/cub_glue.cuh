@@ -108,14 +108,15 @@ cudaError_t inclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::
 }
 
 /// Inclusive scan seeded with `*init` read on the device when the scan runs (a multi-place
-/// scan's offset for this segment): out[i] = init op in[0] op ... op in[i].
+/// scan's offset for this segment; init != nullptr) or with `value`:
+/// out[i] = seed op in[0] op ... op in[i]. One kernel instantiation serves both.
 template <class Acc, class It, class Out, class Op>
 cudaError_t inclusive_scan_seeded(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
-                                  const Acc* init, cudaStream_t stream) {
+                                  const Acc* init, const Acc& value, cudaStream_t stream) {
   using init_t = cub::detail::InputValue<Acc, const Acc*>;
   using dispatch = cub::DispatchScan<It, Out, Op, init_t, cub_offset, Acc, cub::ForceInclusive::Yes>;
-  return dispatch::Dispatch(temp, bytes, in, out, op, init_t(cub::FutureValue<Acc, const Acc*>(init)),
-                            static_cast<cub_offset>(n), stream);
+  const init_t iv = init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
+  return dispatch::Dispatch(temp, bytes, in, out, op, iv, static_cast<cub_offset>(n), stream);
 }
 
 /// Exclusive scan seeded with `*init` read on the device (init != nullptr) or with `value`.

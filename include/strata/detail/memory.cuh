@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace strata::detail {
 
@@ -53,6 +54,50 @@ inline void device_free(int device, void* p) noexcept {
   counters().device_frees.fetch_add(1, std::memory_order_relaxed);
   if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
 }
+
+/// A device allocation owned by one call (scratch space): freed, with its device current, when it
+/// goes out of scope, after waiting for `stream`, the one stream whose work uses it (so an
+/// exception thrown while that work is queued cannot free memory a kernel still reads). Move-only.
+class device_buffer {
+ public:
+  device_buffer() = default;
+  device_buffer(int device, std::size_t bytes, cudaStream_t stream)
+      : device_(device), stream_(stream), p_(device_allocate(device, bytes)) {}
+  device_buffer(device_buffer&& o) noexcept { swap(o); }
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    device_buffer tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  ~device_buffer() {
+    if (p_ == nullptr) return;
+    {
+      int previous = -1;
+      (void)cudaGetDevice(&previous);
+      if (previous != device_) (void)cudaSetDevice(device_);
+      (void)cudaStreamSynchronize(stream_);
+      if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
+    }
+    device_free(device_, p_);
+  }
+  void* get() const noexcept { return p_; }
+  template <class T>
+  T* as() const noexcept {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void swap(device_buffer& o) noexcept {
+    std::swap(device_, o.device_);
+    std::swap(stream_, o.stream_);
+    std::swap(p_, o.p_);
+  }
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  void* p_ = nullptr;
+};
 
 /// Pinned host memory, portable to every device and mapped into the unified address space, so
 /// kernels on any device read and write it directly (the host-staging path of the merge).

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <vector>
 
 namespace strata::detail {
 
@@ -34,11 +35,14 @@ class place_state {
     (void)cudaGetDevice(&previous);
     if (previous != device_) (void)cudaSetDevice(device_);
     (void)cudaStreamSynchronize(stream_);
-    if (temp_ != nullptr) {
-      (void)cudaFree(temp_);
-      counters().device_frees.fetch_add(1, std::memory_order_relaxed);
-    }
+    for (void* p : {temp_, scratch_})
+      if (p != nullptr) {
+        (void)cudaFree(p);
+        counters().device_frees.fetch_add(1, std::memory_order_relaxed);
+      }
     (void)cudaEventDestroy(event_);
+    for (cudaEvent_t e : lazy_events_)
+      if (e != nullptr) (void)cudaEventDestroy(e);
     (void)cudaStreamDestroy(stream_);
     if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
   }
@@ -46,6 +50,14 @@ class place_state {
   int device() const noexcept { return device_; }
   cudaStream_t stream() const noexcept { return stream_; }
   cudaEvent_t event() const noexcept { return event_; }
+
+  /// The exchange's events (detail/exchange.cuh): this place's data is ready to be read; this
+  /// place has pulled everything it receives; and the per-slot events of the staging ring
+  /// (0..slots-1: a chunk was copied out from here; slots..2*slots-1: a chunk was copied in
+  /// here). Made on first use. Call with the place's device current.
+  cudaEvent_t exchange_ready() { return lazy_event(0); }
+  cudaEvent_t exchange_done() { return lazy_event(1); }
+  cudaEvent_t staging_event(std::size_t k) { return lazy_event(2 + k); }
 
   /// Temporary storage of at least `bytes`, valid for work enqueued on this place's stream.
   /// Grown on demand (1.5x, to amortise) and reused across calls: a warm place allocates
@@ -63,6 +75,32 @@ class place_state {
     return temp_;
   }
 
+  /// Scratch of at least `bytes` for the element buffers of algorithms that need a second copy of
+  /// a segment (sort), kept and reused like the temp storage, so that repeated calls allocate
+  /// nothing and `nosync` calls need not wait to free it. Growing waits for the stream first.
+  /// release_cached() frees it. Call with the place's device current.
+  void* scratch(std::size_t bytes) {
+    if (bytes <= scratch_bytes_) return scratch_;
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    device_free(device_, scratch_);
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    scratch_ = device_allocate(device_, bytes);
+    scratch_bytes_ = bytes;
+    return scratch_;
+  }
+  std::size_t scratch_bytes() const noexcept { return scratch_bytes_; }
+
+  /// Frees the cached temp storage and scratch after waiting for the stream. Call with the
+  /// place's device current.
+  void release_cached() {
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    device_free(device_, temp_);
+    device_free(device_, scratch_);
+    temp_ = scratch_ = nullptr;
+    temp_bytes_ = scratch_bytes_ = 0;
+  }
+
   std::size_t temp_storage_bytes() const noexcept { return temp_bytes_; }
   const void* temp_storage_pointer() const noexcept { return temp_; }
 
@@ -70,11 +108,21 @@ class place_state {
   bool capturing = false;
 
  private:
+  cudaEvent_t lazy_event(std::size_t k) {
+    if (k >= lazy_events_.size()) lazy_events_.resize(k + 1, nullptr);
+    if (lazy_events_[k] == nullptr)
+      STRATA_CUDA_CHECK_ON(device_, cudaEventCreateWithFlags(&lazy_events_[k], cudaEventDisableTiming));
+    return lazy_events_[k];
+  }
+
   int device_;
+  std::vector<cudaEvent_t> lazy_events_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t event_ = nullptr;
   void* temp_ = nullptr;
   std::size_t temp_bytes_ = 0;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
 };
 
 }  // namespace strata::detail

@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -30,6 +31,18 @@ inline constexpr std::size_t max_merge_value_bytes = 256;
 struct result_slot {
   void* host = nullptr;
   cudaEvent_t done = nullptr;
+};
+
+/// The pinned host buffers that staged exchange pieces pass through: `slots` chunks used in turn,
+/// each with the event of its last reader (a destination's copy-in), which the next writer waits
+/// for. Allocated on first use; owned by a set_state.
+struct staging_ring {
+  static constexpr std::size_t slots = 4;
+  std::size_t chunk_bytes = std::size_t{8} << 20;
+  char* memory = nullptr;
+  std::size_t next = 0;
+  cudaEvent_t free[slots] = {};
+  char* slot(std::size_t k) const noexcept { return memory + k * chunk_bytes; }
 };
 
 class set_state {
@@ -52,6 +65,8 @@ class set_state {
     }
     device_free(root_device_, merge_dev_);
     pinned_free(merge_host_);
+    pinned_free(host_words_);
+    pinned_free(staging_.memory);
     for (void* chunk : slot_chunks_) pinned_free(chunk);
   }
 
@@ -106,6 +121,28 @@ class set_state {
   void* merge_device_buffer() const noexcept { return merge_dev_; }
   void* merge_host_buffer() const noexcept { return merge_host_; }
 
+  /// `n` words of pinned, mapped host memory that a call's device work fills and its host then
+  /// reads after waiting (the data-dependent sizes of compaction and of the exchange). Grown on
+  /// demand; call with call_mutex held, from a call that waits for the writers before it returns.
+  std::uint64_t* host_words(std::size_t n) {
+    if (n > host_words_n_) {
+      void* fresh = pinned_allocate(n * sizeof(std::uint64_t));
+      pinned_free(host_words_);
+    pinned_free(staging_.memory);
+      host_words_ = static_cast<std::uint64_t*>(fresh);
+      host_words_n_ = n;
+    }
+    return host_words_;
+  }
+
+  /// The staging ring of the exchange, its pinned memory allocated on first use. Call with
+  /// call_mutex held.
+  staging_ring& staging() {
+    if (staging_.memory == nullptr)
+      staging_.memory = static_cast<char*>(pinned_allocate(staging_ring::slots * staging_.chunk_bytes));
+    return staging_;
+  }
+
   /// Event recorded on the root stream once the root has consumed the merge workspace; every
   /// place that writes the workspace waits on it first, so a call never overwrites partials
   /// that an earlier, still queued call has yet to read.
@@ -152,6 +189,9 @@ class set_state {
   void* merge_dev_ = nullptr;
   void* merge_host_ = nullptr;
   std::size_t merge_bytes_ = 0;
+  staging_ring staging_;
+  std::uint64_t* host_words_ = nullptr;
+  std::size_t host_words_n_ = 0;
   cudaEvent_t merge_done_ = nullptr;
   std::mutex slot_mutex_;
   std::vector<void*> slot_chunks_;
@@ -171,6 +211,24 @@ class call_scope {
   nvtx_range range_;
   set_state& state_;
   std::lock_guard<std::mutex> lock_;
+};
+
+/// A call over two sets (a copy or an exchange from one set's places to another's): the NVTX
+/// range and both sets' call locks, taken together without deadlock (one lock when the sets are
+/// the same).
+class two_set_scope {
+ public:
+  two_set_scope(set_state& a, set_state& b, const char* name)
+      : range_(name), l1_(a.call_mutex, std::defer_lock), l2_(b.call_mutex, std::defer_lock) {
+    if (&a == &b)
+      l1_.lock();
+    else
+      std::lock(l1_, l2_);
+  }
+
+ private:
+  nvtx_range range_;
+  std::unique_lock<std::mutex> l1_, l2_;
 };
 
 }  // namespace strata::detail

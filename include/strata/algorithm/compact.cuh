@@ -1,0 +1,327 @@
+// Stream compaction: copy_if, remove_if / remove, unique / unique_copy, partition_copy, and for
+// containers erase_if / erase. Every place compacts its own segment with one CUB selection, in
+// order, so the survivors stay on the place that held them: the result's layout is the
+// per-place survivor counts (a partition with explicit sizes). The host waits once, to read
+// those counts. strata::redistribute evens such a layout out again.
+#pragma once
+
+#include <strata/detail/cub_glue.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/memory.cuh>
+#include <strata/detail/merge.cuh>
+#include <strata/algorithm/reduce.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/distributed_vector.cuh>
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_select.cuh>
+#include <cub/device/device_transform.cuh>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda/std/functional>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+namespace detail {
+
+template <class Pred>
+struct negated {
+  Pred pred;
+  template <class T>
+  __host__ __device__ bool operator()(const T& x) const {
+    return !pred(x);
+  }
+};
+
+struct equal_fn {
+  template <class A, class B>
+  __host__ __device__ bool operator()(const A& a, const B& b) const {
+    return a == b;
+  }
+};
+
+// unique's keep flag of element i of a segment: it differs from its predecessor, which for the
+// first element is the last element of the previous non-empty segment (`prev`, null for none).
+template <class T, class Eq>
+struct unique_flag {
+  const T* data;
+  const T* prev;
+  Eq eq;
+  __host__ __device__ bool operator()(std::uint64_t i) const {
+    if (i == 0) return prev == nullptr || !eq(*prev, data[0]);
+    return !eq(data[i - 1], data[i]);
+  }
+};
+
+// Root fold of unique's boundary exchange: segment j's predecessor is segment j-1's last element.
+template <class T>
+struct predecessor_fold {
+  __device__ void operator()(const slot_table<T>& last, const slot_table<T>& prev) const {
+    for (int j = 1; j < last.size; ++j) *prev.ptr[j] = *last.ptr[j - 1];
+  }
+};
+
+/// Runs `select(i, place, kept)` for every non-empty segment of `part`: it enqueues a CUB selection
+/// that writes the number of elements it kept to `*kept` (pinned host memory). Waits once, and
+/// returns the kept count of every place (0 for empty segments).
+template <class Select>
+std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, Select&& select) {
+  std::uint64_t* words = s.host_words(part.places());
+  for (std::size_t i = 0; i < part.places(); ++i) words[i] = 0;
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) { select(i, p, words + i); });
+  wait_segments(s, part);
+  return std::vector<std::uint64_t>(words, words + part.places());
+}
+
+/// The first counts[i] elements of every segment of `r`, as a span (the layout of a compaction's
+/// result).
+template <class T>
+distributed_span<T> prefixes(const distributed_span<T>& r, const std::vector<std::uint64_t>& counts) {
+  std::vector<T*> data(counts.size(), nullptr);
+  std::uint64_t n = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) data[i] = r.segment_at(i).data;
+    n += counts[i];
+  }
+  return distributed_span<T>(r.places(), partition::explicit_sizes(n, counts), std::move(data));
+}
+
+// Selection of the elements satisfying `pred` from `in` into per-place destinations `dst[i]`
+// (in place when dst[i] is the input segment itself).
+template <class T, class Pred>
+std::vector<std::uint64_t> select_if(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
+                                     Pred pred) {
+  call_scope scope(in.places().state(), name);
+  return kept_counts(scope.state(), in.partition(), [&](std::size_t i, place_state& p, std::uint64_t* kept) {
+    const auto s = in.segment_at(i);
+    const auto n = static_cast<::cuda::std::int64_t>(s.count);
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      if (dst[i] == s.data)  // CUB's in-place selection
+        return cub::DeviceSelect::If(temp, bytes, dst[i], kept, n, pred, p.stream());
+      return cub::DeviceSelect::If(temp, bytes, s.data, dst[i], kept, n, pred, p.stream());
+    });
+  });
+}
+
+template <class T, class Eq>
+std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
+                                       Eq eq) {
+  static_assert(sizeof(T) <= max_merge_value_bytes, "strata::unique: elements of at most 256 bytes");
+  call_scope scope(in.places().state(), name);
+  set_state& s = scope.state();
+  const partition& part = in.partition();
+  std::uint64_t* words = s.host_words(part.places());
+  for (std::size_t i = 0; i < part.places(); ++i) words[i] = 0;
+  std::vector<device_buffer> flags(part.places());
+  // Every place but the last hands its last element to the root, which gives each segment its
+  // predecessor's; then every place selects, comparing its first element with that predecessor.
+  const auto last = [&](std::size_t i, place_state& p, T* slot) {
+    const auto seg = in.segment_at(i);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(slot, seg.data + seg.count - 1, sizeof(T), cudaMemcpyDefault, p.stream()));
+  };
+  const auto select = [&](std::size_t i, place_state& p, int, const T* prev) {
+    const auto seg = in.segment_at(i);
+    const auto n = static_cast<::cuda::std::int64_t>(seg.count);
+    const unique_flag<T, Eq> flag{seg.data, prev, eq};
+    const auto flag_it = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), flag);
+    if (dst[i] != seg.data) {
+      run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSelect::Flagged(temp, bytes, seg.data, flag_it, dst[i], words + i, n, p.stream());
+      });
+      return;
+    }
+    // In place: the flags read each element's predecessor, so they are computed before any
+    // element moves.
+    flags[i] = device_buffer(p.device(), seg.count, p.stream());
+    bool* f = flags[i].as<bool>();
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), f, seg.count, flag,
+                                                      p.stream()));
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return cub::DeviceSelect::Flagged(temp, bytes, dst[i], f, words + i, n, p.stream());
+    });
+  };
+  scan_segments<T>(s, part, last, predecessor_fold<T>{}, select);
+  wait_segments(s, part);
+  return std::vector<std::uint64_t>(words, words + part.places());
+}
+
+template <class T>
+std::vector<T*> segment_data(const distributed_span<T>& r) {
+  std::vector<T*> d(r.segment_count());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = r.segment_at(i).data;
+  return d;
+}
+
+// The output range of an out-of-place compaction: the input's layout, mutable, no overlap.
+template <class In, class Out>
+void require_compaction_output(const char* name, const In& in, const Out& out) {
+  require_same_layout(name, in, out);
+  for (std::size_t i = 0; i < in.segment_count(); ++i) {
+    const auto a = in.segment_at(i);
+    const auto b = out.segment_at(i);
+    if (a.count > 0 && static_cast<const void*>(a.data) == static_cast<const void*>(b.data))
+      throw std::invalid_argument(std::string(name) + ": the output is the input; use the in-place form");
+  }
+  require_no_partial_overlap(name, in, out);
+}
+
+}  // namespace detail
+
+/// Copies the elements `x` of `in` for which `pred(x)` is true into `out`, keeping their order:
+/// each place compacts its own segment into the start of its segment of `out`. Returns the view
+/// of `out` that holds them, laid out by the survivor counts of the places. `out` must have
+/// `in`'s size, device_set and partition and must not overlap it. Waits (the host reads the
+/// counts). Throws std::invalid_argument before any device work for mismatched or overlapping
+/// ranges, strata::cuda_error if a CUDA call fails.
+template <class In, class Out, class Pred,
+          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+distributed_span<range_value_t<Out>> copy_if(const In& in_r, Out&& out_r, Pred pred) {
+  using T = range_value_t<In>;
+  static_assert(std::is_same_v<T, range_value_t<Out>>, "strata::copy_if: the ranges must have the same element type");
+  const distributed_span<const T> in = detail::as_span(in_r);
+  const distributed_span<T> out = detail::as_span(out_r);
+  detail::require_compaction_output("strata::copy_if", in, out);
+  return detail::prefixes(out, detail::select_if("strata::copy_if", in, detail::segment_data(out), pred));
+}
+
+/// The elements `x` of `in` for which `pred(x)` is true, in order, as a new container on `in`'s
+/// device_set, laid out by the survivor counts of the places (each place keeps what it held; see
+/// strata::redistribute to even the layout out). Reads `in` twice (count, then copy) so that the
+/// result takes exactly its own size. Throws std::invalid_argument for a range without places,
+/// strata::cuda_error if an allocation or a CUDA call fails (nothing stays allocated then).
+template <class In, class Pred, class = std::enable_if_t<is_distributed_range_v<In>>>
+distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
+  using T = range_value_t<In>;
+  const distributed_span<const T> in = detail::as_span(in_r);
+  detail::require_places("strata::copy_if", in);
+  std::vector<std::uint64_t> counts;
+  {
+    detail::call_scope scope(in.places().state(), "strata::copy_if");
+    counts = detail::kept_counts(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p, std::uint64_t* kept) {
+      const auto s = in.segment_at(i);
+      detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return detail::reduce_no_init<std::uint64_t>(temp, bytes, s.data, kept, s.count, ::cuda::std::plus<std::uint64_t>{},
+                                                     detail::count_fn<Pred>{pred}, p.stream());
+      });
+    });
+  }
+  std::uint64_t n = 0;
+  for (auto c : counts) n += c;
+  distributed_vector<T> out(n, in.places(), partition_policy::explicit_sizes(counts), no_init);
+  const auto got = detail::select_if("strata::copy_if", in, detail::segment_data(out.span()), pred);
+  if (got != counts) throw std::logic_error("strata::copy_if: the predicate gave different answers on two passes");
+  return out;
+}
+
+/// Removes the elements `x` for which `pred(x)` is true, in place: each place moves the elements
+/// it keeps, in order, to the start of its segment. Returns the view of the kept elements (laid
+/// out by the places' kept counts); what lies past them in each segment is unspecified. The
+/// container keeps its size (see erase_if to shrink it). Waits. Throws std::invalid_argument for a
+/// range without places, strata::cuda_error if a CUDA call fails.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+distributed_span<range_value_t<R>> remove_if(R&& r_in, Pred pred) {
+  static_assert(!std::is_const_v<typename span_of_t<R>::element_type>, "strata::remove_if: the range must be mutable");
+  const auto r = detail::as_span(r_in);
+  detail::require_places("strata::remove_if", r);
+  return detail::prefixes(r, detail::select_if("strata::remove_if", distributed_span<const range_value_t<R>>(r),
+                                               detail::segment_data(r), detail::negated<Pred>{pred}));
+}
+
+/// Removes the elements equal to `value` (compared with ==), in place; see remove_if.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+distributed_span<range_value_t<R>> remove(R&& r, const range_value_t<R>& value) {
+  return remove_if(r, detail::equal_to_value<range_value_t<R>>{value});
+}
+
+/// Removes, in place, every element equal (under `eq`, default ==) to the element before it in
+/// global order, across segment boundaries too: the first of each run of equal elements stays.
+/// Returns the view of the kept elements, laid out by the places' kept counts. Needs
+/// `sizeof(T) <= 256` (the boundary elements cross places through the merge slots) and a
+/// scratch byte per element on each place during the call. Waits. Throws as remove_if.
+template <class R, class Eq = detail::equal_fn, class = std::enable_if_t<is_distributed_range_v<R>>>
+distributed_span<range_value_t<R>> unique(R&& r_in, Eq eq = {}) {
+  static_assert(!std::is_const_v<typename span_of_t<R>::element_type>, "strata::unique: the range must be mutable");
+  const auto r = detail::as_span(r_in);
+  detail::require_places("strata::unique", r);
+  return detail::prefixes(
+      r, detail::unique_impl("strata::unique", distributed_span<const range_value_t<R>>(r), detail::segment_data(r), eq));
+}
+
+/// Copies the first element of every run of equal elements (under `eq`, default ==; runs may span
+/// segment boundaries) of `in` into `out`, which must have `in`'s layout and not overlap it.
+/// Returns the view of `out` holding them. Waits. Throws as copy_if.
+template <class In, class Out, class Eq = detail::equal_fn,
+          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+distributed_span<range_value_t<Out>> unique_copy(const In& in_r, Out&& out_r, Eq eq = {}) {
+  using T = range_value_t<In>;
+  static_assert(std::is_same_v<T, range_value_t<Out>>, "strata::unique_copy: the ranges must have the same element type");
+  const distributed_span<const T> in = detail::as_span(in_r);
+  const distributed_span<T> out = detail::as_span(out_r);
+  detail::require_compaction_output("strata::unique_copy", in, out);
+  return detail::prefixes(out, detail::unique_impl("strata::unique_copy", in, detail::segment_data(out), eq));
+}
+
+/// Splits `in` by `pred`, keeping order: the elements satisfying it go to `out_true`, the others
+/// to `out_false`, each place compacting its segment into the start of its segments of the two
+/// outputs. Returns the views of the two outputs that hold them. Both outputs must have `in`'s
+/// layout and overlap neither `in` nor each other. Waits. Throws as copy_if.
+template <class In, class OutT, class OutF, class Pred,
+          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<OutT> &&
+                                   is_distributed_range_v<OutF>>>
+std::pair<distributed_span<range_value_t<In>>, distributed_span<range_value_t<In>>> partition_copy(
+    const In& in_r, OutT&& true_r, OutF&& false_r, Pred pred) {
+  using T = range_value_t<In>;
+  const distributed_span<const T> in = detail::as_span(in_r);
+  const distributed_span<T> yes = detail::as_span(true_r);
+  const distributed_span<T> no = detail::as_span(false_r);
+  detail::require_compaction_output("strata::partition_copy", in, yes);
+  detail::require_compaction_output("strata::partition_copy", in, no);
+  detail::require_compaction_output("strata::partition_copy", distributed_span<const T>(yes), no);
+  const auto y = detail::segment_data(yes), f = detail::segment_data(no);
+  detail::call_scope scope(in.places().state(), "strata::partition_copy");
+  const std::size_t k = in.segment_count();
+  std::uint64_t* words = scope.state().host_words(2 * k);
+  for (std::size_t i = 0; i < 2 * k; ++i) words[i] = 0;
+  detail::for_each_segment(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p) {
+    const auto s = in.segment_at(i);
+    const auto n = static_cast<::cuda::std::int64_t>(s.count);
+    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return cub::DeviceSelect::If(temp, bytes, s.data, y[i], words + i, n, pred, p.stream());
+    });
+    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return cub::DeviceSelect::If(temp, bytes, s.data, f[i], words + k + i, n, detail::negated<Pred>{pred}, p.stream());
+    });
+  });
+  detail::wait_segments(scope.state(), in.partition());
+  const std::vector<std::uint64_t> nt(words, words + k), nf(words + k, words + 2 * k);
+  return {detail::prefixes(yes, nt), detail::prefixes(no, nf)};
+}
+
+/// Erases the elements `x` for which `pred(x)` is true from the container (as C++20
+/// std::erase_if): the survivors keep their order and their places, and the container's layout
+/// becomes the places' survivor counts (its allocations are kept, not shrunk). Returns the number
+/// of elements erased. Waits. Throws std::invalid_argument for a container without places,
+/// strata::cuda_error if a CUDA call fails (the contents are then unspecified; the layout is
+/// unchanged).
+template <class T, class Pred>
+std::uint64_t erase_if(distributed_vector<T>& v, Pred pred) {
+  const auto before = v.size();
+  const auto kept = remove_if(v, pred);
+  detail::keep_prefixes(v, kept.partition().counts());
+  return before - v.size();
+}
+
+/// Erases the elements equal to `value` from the container; see erase_if.
+template <class T>
+std::uint64_t erase(distributed_vector<T>& v, const T& value) {
+  return erase_if(v, detail::equal_to_value<T>{value});
+}
+
+}  // namespace strata

@@ -1,0 +1,185 @@
+// Stream compaction against host references: copy_if (into a range and into a new container),
+// remove_if / remove, unique / unique_copy with runs across segment boundaries, partition_copy,
+// erase_if / erase, on every set and size, weighted layouts with empty places, and over 2^31
+// elements.
+#include "test_util.cuh"
+
+#include <algorithm>
+#include <iterator>
+
+using namespace strata_test;
+
+namespace {
+
+struct is_odd {
+  __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
+};
+struct below {
+  float t;
+  __host__ __device__ bool operator()(float x) const { return x < t; }
+};
+struct same_tens {
+  __host__ __device__ bool operator()(std::int64_t a, std::int64_t b) const { return a / 10 == b / 10; }
+};
+
+// The elements of a result span, and its layout: every place keeps what it held, so place i's
+// survivors are exactly the survivors of its input segment.
+template <class T>
+void expect_compacted(const strata::distributed_span<T>& got, const std::vector<std::remove_const_t<T>>& want,
+                      const strata::partition& in_layout, const std::vector<std::uint64_t>& want_counts,
+                      const std::string& what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  EXPECT_EQ(got.partition().counts(), want_counts) << what;
+  EXPECT_EQ(got.partition().places(), in_layout.places()) << what;
+  strata::distributed_vector<std::remove_const_t<T>> copy(got.size(), got.places(), strata::partition_policy::explicit_sizes(want_counts));
+  strata::copy(got, copy);
+  EXPECT_TRUE(copy.to_std_vector() == want) << what;
+}
+
+// Host reference of a per-place compaction: survivors in order, and how many each place kept.
+template <class T, class Keep>
+std::pair<std::vector<T>, std::vector<std::uint64_t>> host_compact(const std::vector<T>& h, const strata::partition& p,
+                                                                   Keep keep) {
+  std::vector<T> out;
+  std::vector<std::uint64_t> counts(p.places(), 0);
+  for (std::size_t i = 0; i < p.places(); ++i)
+    for (std::uint64_t k = p.offset(i); k < p.offset(i) + p.count(i); ++k)
+      if (keep(k)) {
+        out.push_back(h[k]);
+        ++counts[i];
+      }
+  return {out, counts};
+}
+
+// The layouts each case runs on: even, and weighted with an empty place where there are several.
+std::vector<strata::partition_policy> layouts(const strata::device_set& set) {
+  std::vector<strata::partition_policy> l{strata::partition_policy::even()};
+  if (set.size() > 1) {
+    std::vector<double> w(set.size(), 1.0);
+    w[1] = 0;
+    w[0] = 3;
+    l.push_back(strata::partition_policy::weighted(w));
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST(Compact, CopyIfRemoveIfPartitionCopyAndErase) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : layouts(s.set)) {
+        const std::uint64_t seed = fresh_seed();
+        SCOPED_TRACE(where(s, n, seed));
+        const auto h = random_vector<std::int64_t>(n, seed);
+        strata::distributed_vector<std::int64_t> in(h, s.set, policy), out(n, s.set, policy), no(n, s.set, policy);
+        const auto& p = in.partition();
+        const auto odd = host_compact(h, p, [&](std::uint64_t k) { return is_odd{}(h[k]); });
+        const auto even = host_compact(h, p, [&](std::uint64_t k) { return !is_odd{}(h[k]); });
+
+        poison(out);
+        expect_compacted(strata::copy_if(in, out, is_odd{}), odd.first, p, odd.second, "copy_if into a range");
+        const auto made = strata::copy_if(in, is_odd{});
+        EXPECT_EQ(made.to_std_vector(), odd.first) << "copy_if into a new container";
+        EXPECT_EQ(made.partition().counts(), odd.second);
+        EXPECT_EQ(made.places(), s.set);
+
+        poison(out);
+        poison(no);
+        const auto [yes_part, no_part] = strata::partition_copy(in, out, no, is_odd{});
+        expect_compacted(yes_part, odd.first, p, odd.second, "partition_copy, true part");
+        expect_compacted(no_part, even.first, p, even.second, "partition_copy, false part");
+
+        strata::distributed_vector<std::int64_t> work(in);
+        expect_compacted(strata::remove_if(work, is_odd{}), even.first, p, even.second, "remove_if in place");
+        EXPECT_EQ(work.size(), n) << "remove_if keeps the container's size";
+
+        strata::distributed_vector<std::int64_t> er(in);
+        EXPECT_EQ(strata::erase_if(er, is_odd{}), odd.first.size());
+        EXPECT_EQ(er.to_std_vector(), even.first);
+        EXPECT_EQ(er.partition().counts(), even.second);
+        const std::int64_t v0 = n > 0 ? h[n / 2] : 0;
+        const auto not_v0 = host_compact(even.first, er.partition(), [&](std::uint64_t k) { return even.first[k] != v0; });
+        EXPECT_EQ(strata::erase(er, v0), even.first.size() - not_v0.first.size());
+        EXPECT_EQ(er.to_std_vector(), not_v0.first);
+        // The erased container still works with every algorithm, and copies at its new size.
+        strata::distributed_vector<std::int64_t> er_copy(er);
+        EXPECT_EQ(er_copy.to_std_vector(), not_v0.first);
+        EXPECT_EQ(strata::count_if(er, is_odd{}), 0u);
+
+        strata::distributed_vector<std::int64_t> rm(in);
+        const auto kept = host_compact(h, p, [&](std::uint64_t k) { return h[k] != v0; });
+        expect_compacted(strata::remove(rm, v0), kept.first, p, kept.second, "remove");
+      }
+}
+
+// Runs of equal keys that cross segment boundaries (sorted data with few distinct values), and a
+// custom equivalence: the first element of each run survives, wherever the run starts.
+TEST(Compact, UniqueAcrossSegmentBoundaries) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : layouts(s.set))
+        for (int distinct : {1, 3, 1000}) {
+          const std::uint64_t seed = fresh_seed();
+          SCOPED_TRACE(where(s, n, seed) + ", " + std::to_string(distinct) + " distinct");
+          std::mt19937_64 g(seed);
+          std::vector<std::int64_t> h(n);
+          for (auto& x : h) x = static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(distinct)) * 5;
+          std::sort(h.begin(), h.end());
+          if (distinct == 1000 && n > 2) std::shuffle(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(n / 2), g);
+          strata::distributed_vector<std::int64_t> in(h, s.set, policy), out(n, s.set, policy);
+          const auto& p = in.partition();
+          const auto first_of_run = host_compact(h, p, [&](std::uint64_t k) { return k == 0 || h[k - 1] != h[k]; });
+          poison(out);
+          expect_compacted(strata::unique_copy(in, out), first_of_run.first, p, first_of_run.second, "unique_copy");
+          const auto tens = host_compact(h, p, [&](std::uint64_t k) { return k == 0 || !same_tens{}(h[k - 1], h[k]); });
+          poison(out);
+          expect_compacted(strata::unique_copy(in, out, same_tens{}), tens.first, p, tens.second, "unique_copy, custom");
+          expect_compacted(strata::unique(in), first_of_run.first, p, first_of_run.second, "unique in place");
+        }
+}
+
+TEST(Compact, FloatsAndBadArguments) {
+  const auto set = strata::device_set::repeat(0, 3);
+  const auto h = random_vector<float>(100003, fresh_seed());
+  strata::distributed_vector<float> in(h, set), out(h.size(), set);
+  const auto got = strata::copy_if(in, out, below{0.25f});
+  std::vector<float> want;
+  std::copy_if(h.begin(), h.end(), std::back_inserter(want), [](float x) { return x < 0.25f; });
+  strata::distributed_vector<float> back(got.size(), set, strata::partition_policy::explicit_sizes(got.partition().counts()));
+  strata::copy(got, back);
+  EXPECT_EQ(back.to_std_vector(), want);
+
+  strata::distributed_vector<float> shorter(h.size() - 1, set);
+  EXPECT_THROW(strata::copy_if(in, shorter, below{0.5f}), std::invalid_argument);
+  EXPECT_THROW(strata::copy_if(in, in, below{0.5f}), std::invalid_argument);  // use remove_if in place
+  EXPECT_THROW(strata::unique_copy(in, in), std::invalid_argument);
+  EXPECT_THROW(strata::partition_copy(in, out, out, below{0.5f}), std::invalid_argument);
+  EXPECT_THROW(strata::copy_if(strata::distributed_span<float>{}, below{0.5f}), std::invalid_argument);
+  EXPECT_EQ(in.to_std_vector(), h);
+}
+
+TEST(Compact, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
+  const std::uint64_t n = (1ull << 31) + 4099;
+  std::vector<std::uint8_t> h(n);
+  std::mt19937_64 g(fresh_seed());
+  for (auto& x : h) x = static_cast<std::uint8_t>(g());
+  for (std::size_t k : {1, 2}) {
+    SCOPED_TRACE(std::to_string(k) + " places");
+    const auto set = strata::device_set::repeat(0, k);
+    strata::distributed_vector<std::uint8_t> v(h, set);
+    const auto kept = strata::remove(v, std::uint8_t{7});
+    std::uint64_t want = 0;
+    for (auto x : h) want += x != 7 ? 1 : 0;
+    EXPECT_EQ(kept.size(), want);
+    EXPECT_EQ(strata::count(kept, std::uint8_t{7}), 0u);
+    // The last survivor is the last element of h that is not 7.
+    std::uint64_t last = n - 1;
+    while (h[last] == 7) --last;
+    std::uint8_t got = 0;
+    const auto seg = kept.segment_at(kept.partition().owner(kept.size() - 1));
+    ASSERT_EQ(cudaMemcpy(&got, seg.data + (kept.size() - 1 - seg.offset), 1, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, h[last]);
+  }
+}
