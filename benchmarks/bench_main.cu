@@ -15,7 +15,9 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/reduce.h>
 #include <thrust/scan.h>
+#include <thrust/sort.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -282,6 +284,67 @@ void strata_copy_relayout(benchmark::State& st) {
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
+// The elements moved onto a weighted layout by redistribute: the movement and the new
+// container's allocation (copy_relayout_f32 above is the movement alone).
+void strata_redistribute(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  std::vector<double> w(set.size());
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i + 1);
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(x);
+  span_timer t(set);
+  for (auto _ : st) {
+    t.start();
+    auto y = strata::redistribute(x, strata::partition_policy::weighted(w), strata::nosync);
+    st.SetIterationTime(t.stop());
+  }
+  finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+// A strict weak order CUB cannot radix-sort by: the comparison path of both libraries.
+struct u32_less_cmp {
+  __host__ __device__ bool operator()(std::uint32_t a, std::uint32_t b) const { return a < b; }
+};
+
+// Sorts in place: every iteration first restores the keys (untimed). Counters: where the time
+// goes (local sorts, splitter search, exchange + merges; host wall time of each phase, in ms),
+// the splitter rounds, and the most extra device memory one place held (MiB).
+enum class sort_kind { keys, pairs, merge };
+template <sort_kind Kind>
+void strata_sort(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<std::uint32_t> pristine(n, set, strata::partition_policy::even(), strata::no_init), keys(pristine);
+  strata::distributed_vector<std::uint32_t> values(n, set, strata::partition_policy::even(), strata::no_init);
+  random_fill(pristine);
+  span_timer t(set);
+  double local = 0, splitters = 0, exchange = 0, rounds = 0, peak = 0;
+  for (auto _ : st) {
+    strata::copy(pristine, keys);
+    t.start();
+    if constexpr (Kind == sort_kind::keys)
+      strata::sort(keys, strata::nosync);
+    else if constexpr (Kind == sort_kind::pairs)
+      strata::sort_by_key(keys, values, strata::nosync);
+    else
+      strata::sort(keys, u32_less_cmp{}, strata::nosync);
+    st.SetIterationTime(t.stop());
+    const auto& prof = strata::detail::last_sort_profile();
+    local += prof.local_s * 1e3;
+    splitters += prof.splitters_s * 1e3;
+    exchange += prof.exchange_merge_s * 1e3;
+    rounds += prof.rounds;
+    peak = std::max(peak, static_cast<double>(prof.peak_extra_bytes) / (1 << 20));
+  }
+  const double it = static_cast<double>(st.iterations());
+  st.counters["local_ms"] = local / it;
+  st.counters["splitters_ms"] = splitters / it;
+  st.counters["exchange_merge_ms"] = exchange / it;
+  st.counters["rounds"] = rounds / it;
+  st.counters["peak_extra_MiB"] = peak;
+  finish(st, static_cast<double>(n) * (Kind == sort_kind::pairs ? 8 : 4));
+}
+
 // ---- CUB and Thrust anchors (one device, place 0's stream) --------------------------------
 
 struct anchor {
@@ -389,6 +452,43 @@ void cub_copy(benchmark::State& st) {  // the anchor of a copy: one device-to-de
   finish(st, 2.0 * n * sizeof(float));
 }
 
+template <sort_kind Kind>
+void cub_sort(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<std::uint32_t> pristine(n), k0(n), k1(n), v0(n), v1(n);
+  random_fill(pristine.p, n, a.s);
+  for (auto _ : st) {
+    BENCH_CHECK(cudaMemcpyAsync(k0.p, pristine.p, n * 4, cudaMemcpyDeviceToDevice, a.s));
+    a.t.start();
+    cub::DoubleBuffer<std::uint32_t> keys(k0.p, k1.p), values(v0.p, v1.p);
+    a.run([&](void* p, std::size_t& b) {
+      if constexpr (Kind == sort_kind::keys)
+        return cub::DeviceRadixSort::SortKeys(p, b, keys, static_cast<std::int64_t>(n), 0, 32, a.s);
+      else if constexpr (Kind == sort_kind::pairs)
+        return cub::DeviceRadixSort::SortPairs(p, b, keys, values, static_cast<std::int64_t>(n), 0, 32, a.s);
+      else
+        return cub::DeviceMergeSort::SortKeys(p, b, k0.p, static_cast<std::int64_t>(n), u32_less_cmp{}, a.s);
+    });
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, static_cast<double>(n) * (Kind == sort_kind::pairs ? 8 : 4));
+}
+
+void thrust_sort(benchmark::State& st) {  // includes Thrust's own temp allocation and sync
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<std::uint32_t> pristine(n), k(n);
+  random_fill(pristine.p, n, a.s);
+  for (auto _ : st) {
+    BENCH_CHECK(cudaMemcpyAsync(k.p, pristine.p, n * 4, cudaMemcpyDeviceToDevice, a.s));
+    a.t.start();
+    thrust::sort(thrust::cuda::par.on(a.s), k.p, k.p + n);
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, static_cast<double>(n) * 4);
+}
+
 void thrust_reduce(benchmark::State& st) {  // includes Thrust's own host sync and temp allocation
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -474,13 +574,15 @@ void register_all() {
       {"dot_f32", strata_dot},              {"count_if_f32", strata_count_if},
       {"min_element_f32", strata_min_element}, {"inclusive_scan_f32", strata_scan<false>},
       {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
-      {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout}};
+      {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout},
+      {"redistribute_f32", strata_redistribute}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
       {"min_element_f32", cub_min_element}, {"inclusive_scan_f32", cub_scan<false>},
       {"exclusive_scan_f32", cub_scan<true>}, {"saxpy_f32", cub_saxpy},
-      {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy}};
+      {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy},
+      {"redistribute_f32", cub_copy}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill}};
 
@@ -498,6 +600,28 @@ void register_all() {
     auto* b = benchmark::RegisterBenchmark((std::string("strata/") + name).c_str(), fn);
     for (int lg : logs)
       for (int p : place_counts) b->Args({lg, p});
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  // Sorts up to 2^28 keys (each iteration restores its input).
+  const std::vector<std::pair<const char*, bench_fn>> sort_cub = {
+      {"sort_u32", cub_sort<sort_kind::keys>}, {"sort_pairs_u32", cub_sort<sort_kind::pairs>},
+      {"merge_sort_u32", cub_sort<sort_kind::merge>}, {"thrust_sort_u32", thrust_sort}};
+  const std::vector<std::pair<const char*, bench_fn>> sort_strata = {
+      {"sort_u32", strata_sort<sort_kind::keys>}, {"sort_pairs_u32", strata_sort<sort_kind::pairs>},
+      {"merge_sort_u32", strata_sort<sort_kind::merge>}};
+  for (const auto& [name, fn] : sort_cub) {
+    const bool thrust_case = std::string(name).rfind("thrust_", 0) == 0;
+    auto* b = benchmark::RegisterBenchmark(
+        (thrust_case ? std::string("thrust/sort_u32") : std::string("cub/") + name).c_str(), fn);
+    for (int lg : logs)
+      if (lg <= 28) b->Arg(lg);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [name, fn] : sort_strata) {
+    auto* b = benchmark::RegisterBenchmark((std::string("strata/") + name).c_str(), fn);
+    for (int lg : logs)
+      if (lg <= 28)
+        for (int p : place_counts) b->Args({lg, p});
     b->UseManualTime()->Unit(benchmark::kMicrosecond);
   }
   auto* lc = benchmark::RegisterBenchmark("latency_cub/reduce_f32", latency_cub_reduce);

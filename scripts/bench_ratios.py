@@ -51,6 +51,21 @@ def main():
     print("%-20s %5s %6s %12s %12s %7s" % ("case", "log2n", "places", "strata GB/s", "CUB GB/s", "ratio"))
     for case, lg, places, s, c, r in out:
         print("%-20s %5d %6s %12.1f %12.1f %7.3f" % (case, lg, "all" if places == 0 else places, s, c, r))
+    # Where a multi-place sort's time goes (host wall time per phase; each phase ends with a wait).
+    sorts = [(case, args, b) for (impl, case, args), b in sorted(rows.items())
+             if impl == "strata" and "sort" in case and "local_ms" in b]
+    if sorts:
+        print("\n%-16s %5s %6s %9s %12s %14s %7s %14s" % ("sort case", "log2n", "places", "local ms", "splitters ms",
+                                                         "exch+merge ms", "rounds", "peak extra MiB"))
+        for case, args, b in sorts:
+            print("%-16s %5d %6s %9.2f %12.2f %14.2f %7.1f %14.0f" % (
+                case, args[0], "all" if args[1] == 0 else args[1], b["local_ms"], b["splitters_ms"],
+                b["exchange_merge_ms"], b["rounds"], b["peak_extra_MiB"]))
+    for (impl, case, args), b in sorted(rows.items()):
+        if impl == "thrust" and case == "sort_u32" and ("cub", case, args) in rows:
+            c = rows[("cub", case, args)].get("bytes_per_second", 0)
+            if c:
+                print("thrust::sort / cub radix sort, 2^%d u32: %.3f" % (args[0], b.get("bytes_per_second", 0) / c))
     base = lat.get(("latency_cub", 1))
     if base:
         print("\nreduce 2^20 f32, value on host (wall clock): CUB reduce + copy %.1f us" % base)

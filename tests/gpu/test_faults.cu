@@ -105,6 +105,17 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
       {"unique", [&] { strata::copy(in, out); return strata::unique(out).size() == n; }},
       {"unique_copy", [&] { return strata::unique_copy(in, out).size() == n; }},
       {"partition_copy", [&] { return strata::partition_copy(in, out, scratch, is_odd{}).first.size() == odd; }},
+      {"sort", [&] { strata::copy(in, out); strata::sort(out, cuda::std::greater<>{}); return out.get(0) == h[n - 1]; }},
+      {"sort_by_key", [&] {
+         strata::copy(in, out);
+         strata::copy(in, scratch);
+         strata::stable_sort_by_key(out, scratch, cuda::std::greater<>{});
+         return out.get(n - 1) == h[0] && scratch.get(0) == h[n - 1];
+       }},
+      {"redistribute", [&] {
+         const auto r = strata::redistribute(in, strata::partition_policy::weighted({1, 0, 2, 3}));
+         return r.get(n - 1) == h[n - 1] && r.partition().count(1) == 0;
+       }},
   };
 
   for (int warm = 0; warm < 3; ++warm)  // warms every cache and captures the graphs

@@ -24,6 +24,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <type_traits>
 #include <vector>
 
@@ -371,8 +372,11 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   for (std::size_t i = 0; i < k; ++i) nonempty += part.count(i) > 0 ? 1 : 0;
   if (nonempty == 0) return;
 
-  // Scratch first, for every place: an allocation failure leaves the input untouched.
+  // Scratch first, for every place: an allocation failure leaves the input untouched, and what
+  // this call grew is released again.
   std::vector<sort_buffers<K, V>> buf(k);
+  std::vector<std::pair<std::size_t, std::size_t>> cached(k);
+  for (std::size_t i = 0; i < k; ++i) cached[i] = {s.places[i]->temp_storage_bytes(), s.places[i]->scratch_bytes()};
   const auto local_sort = [&](void* temp, std::size_t& bytes, sort_buffers<K, V>& b, cudaStream_t stream) {
     const auto n = static_cast<std::int64_t>(b.count);
     if constexpr (radix_path_v<K, Comp>) {
@@ -396,6 +400,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
         return cub::DeviceMergeSort::StableSortKeys(temp, bytes, b.keys[0], n, comp, stream);
     }
   };
+  try {
   for (std::size_t i = 0; i < k; ++i) {
     sort_buffers<K, V>& b = buf[i];
     b.count = part.count(i);
@@ -423,6 +428,18 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     }
     const std::uint64_t extra = (needs_scratch ? p.scratch_bytes() : 0) + p.temp_storage_bytes();
     if (extra > prof.peak_extra_bytes) prof.peak_extra_bytes = extra;
+  }
+  } catch (...) {
+    for (std::size_t i = 0; i < k; ++i) {
+      place_state& p = *s.places[i];
+      if (cached[i] == std::make_pair(p.temp_storage_bytes(), p.scratch_bytes())) continue;
+      try {
+        device_guard g(p.device());
+        p.release_cached();
+      } catch (...) {  // the first failure is the one to report
+      }
+    }
+    throw;
   }
 
   // 1. Local sorts.
