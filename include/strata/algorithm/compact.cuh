@@ -126,8 +126,9 @@ std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<
     const auto seg = in.segment_at(i);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(slot, seg.data + seg.count - 1, sizeof(T), cudaMemcpyDefault, p.stream()));
   };
-  const auto select = [&](std::size_t i, place_state& p, int, const T* prev) {
+  const auto select = [&](std::size_t i, place_state& p, int j, const T* slot) {
     const auto seg = in.segment_at(i);
+    const T* prev = j == 0 ? nullptr : slot;  // the first non-empty segment has no predecessor
     const auto n = static_cast<::cuda::std::int64_t>(seg.count);
     const unique_flag<T, Eq> flag{seg.data, prev, eq};
     const auto flag_it = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), flag);

@@ -401,34 +401,34 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     }
   };
   try {
-  for (std::size_t i = 0; i < k; ++i) {
-    sort_buffers<K, V>& b = buf[i];
-    b.count = part.count(i);
-    if (b.count == 0) continue;
-    place_state& p = *s.places[i];
-    b.keys[0] = keys.segment_at(i).data;
-    if constexpr (has_values) b.values[0] = values->segment_at(i).data;
-    // One place alone needs no scratch on the comparison path (CUB sorts in place).
-    const bool needs_scratch = nonempty > 1 || radix_path_v<K, Comp>;
-    device_guard g(p.device());
-    active_place_scope a(static_cast<int>(i));
-    if (needs_scratch) {
-      const std::size_t key_bytes = (b.count * sizeof(K) + 255) / 256 * 256;
-      char* sc = static_cast<char*>(p.scratch(key_bytes + (has_values ? b.count * sizeof(V) : 0)));
-      b.keys[1] = reinterpret_cast<K*>(sc);
-      if constexpr (has_values) b.values[1] = reinterpret_cast<V*>(sc + key_bytes);
+    for (std::size_t i = 0; i < k; ++i) {
+      sort_buffers<K, V>& b = buf[i];
+      b.count = part.count(i);
+      if (b.count == 0) continue;
+      place_state& p = *s.places[i];
+      b.keys[0] = keys.segment_at(i).data;
+      if constexpr (has_values) b.values[0] = values->segment_at(i).data;
+      // One place alone needs no scratch on the comparison path (CUB sorts in place).
+      const bool needs_scratch = nonempty > 1 || radix_path_v<K, Comp>;
+      device_guard g(p.device());
+      active_place_scope a(static_cast<int>(i));
+      if (needs_scratch) {
+        const std::size_t key_bytes = (b.count * sizeof(K) + 255) / 256 * 256;
+        char* sc = static_cast<char*>(p.scratch(key_bytes + (has_values ? b.count * sizeof(V) : 0)));
+        b.keys[1] = reinterpret_cast<K*>(sc);
+        if constexpr (has_values) b.values[1] = reinterpret_cast<V*>(sc + key_bytes);
+      }
+      auto ls = [&](void* temp, std::size_t& bytes, sort_buffers<K, V>& bb) { return local_sort(temp, bytes, bb, p.stream()); };
+      if (nonempty > 1)
+        reserve_sort_temp(p, b.count, ord, ls, b);
+      else {
+        std::size_t bytes = 0;
+        STRATA_CUDA_CHECK(ls(nullptr, bytes, b));
+        (void)p.temp_storage(bytes);
+      }
+      const std::uint64_t extra = (needs_scratch ? p.scratch_bytes() : 0) + p.temp_storage_bytes();
+      if (extra > prof.peak_extra_bytes) prof.peak_extra_bytes = extra;
     }
-    auto ls = [&](void* temp, std::size_t& bytes, sort_buffers<K, V>& bb) { return local_sort(temp, bytes, bb, p.stream()); };
-    if (nonempty > 1)
-      reserve_sort_temp(p, b.count, ord, ls, b);
-    else {
-      std::size_t bytes = 0;
-      STRATA_CUDA_CHECK(ls(nullptr, bytes, b));
-      (void)p.temp_storage(bytes);
-    }
-    const std::uint64_t extra = (needs_scratch ? p.scratch_bytes() : 0) + p.temp_storage_bytes();
-    if (extra > prof.peak_extra_bytes) prof.peak_extra_bytes = extra;
-  }
   } catch (...) {
     for (std::size_t i = 0; i < k; ++i) {
       place_state& p = *s.places[i];

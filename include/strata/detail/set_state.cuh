@@ -39,10 +39,10 @@ struct result_slot {
 struct staging_ring {
   static constexpr std::size_t slots = 4;
   std::size_t chunk_bytes = std::size_t{8} << 20;
-  char* memory = nullptr;
+  char* memory[slots] = {};
   std::size_t next = 0;
   cudaEvent_t free[slots] = {};
-  char* slot(std::size_t k) const noexcept { return memory + k * chunk_bytes; }
+  char* slot(std::size_t k) const noexcept { return memory[k]; }
 };
 
 class set_state {
@@ -66,7 +66,7 @@ class set_state {
     device_free(root_device_, merge_dev_);
     pinned_free(merge_host_);
     pinned_free(host_words_);
-    pinned_free(staging_.memory);
+    for (char* m : staging_.memory) pinned_free(m);
     for (void* chunk : slot_chunks_) pinned_free(chunk);
   }
 
@@ -128,7 +128,6 @@ class set_state {
     if (n > host_words_n_) {
       void* fresh = pinned_allocate(n * sizeof(std::uint64_t));
       pinned_free(host_words_);
-    pinned_free(staging_.memory);
       host_words_ = static_cast<std::uint64_t*>(fresh);
       host_words_n_ = n;
     }
@@ -138,8 +137,8 @@ class set_state {
   /// The staging ring of the exchange, its pinned memory allocated on first use. Call with
   /// call_mutex held.
   staging_ring& staging() {
-    if (staging_.memory == nullptr)
-      staging_.memory = static_cast<char*>(pinned_allocate(staging_ring::slots * staging_.chunk_bytes));
+    for (auto& m : staging_.memory)
+      if (m == nullptr) m = static_cast<char*>(pinned_allocate(staging_.chunk_bytes));
     return staging_;
   }
 
