@@ -207,6 +207,17 @@ void strata_reduce(benchmark::State& st) {
   finish(st, size_of(st) * sizeof(T));
 }
 
+// The reproducible sum (issue 19) of the same data: its cost against plain CUB.
+template <class T>
+void strata_reduce_repro(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<T> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(v);
+  span_timer t(set);
+  timed_loop(st, t, [&] { return strata::reduce_async(strata::reproducible, v, T{}); });
+  finish(st, size_of(st) * sizeof(T));
+}
+
 void strata_dot(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
   strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init), b(a);
@@ -575,14 +586,16 @@ void register_all() {
       {"min_element_f32", strata_min_element}, {"inclusive_scan_f32", strata_scan<false>},
       {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
       {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout},
-      {"redistribute_f32", strata_redistribute}};
+      {"redistribute_f32", strata_redistribute},
+      {"reduce_repro_f32", strata_reduce_repro<float>}, {"reduce_repro_f64", strata_reduce_repro<double>}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
       {"min_element_f32", cub_min_element}, {"inclusive_scan_f32", cub_scan<false>},
       {"exclusive_scan_f32", cub_scan<true>}, {"saxpy_f32", cub_saxpy},
       {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy},
-      {"redistribute_f32", cub_copy}};
+      {"redistribute_f32", cub_copy},
+      {"reduce_repro_f32", cub_reduce<float>}, {"reduce_repro_f64", cub_reduce<double>}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill}};
 

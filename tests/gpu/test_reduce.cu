@@ -303,3 +303,104 @@ TEST(Reduce, WithInitAccumulatesInItsType) {
     EXPECT_EQ(strata::reduce_async(v, std::int64_t{40}).get(), want);
   });
 }
+
+// ---- reproducible sums (issue 19) ------------------------------------------------------------
+
+namespace {
+
+// Finite doubles over a wide exponent range, both signs, and some exact cancellation.
+std::vector<double> wide_doubles(std::uint64_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  std::vector<double> v(n);
+  for (auto& x : v) x = std::ldexp(m(g), static_cast<int>(g() % 200) - 100) * ((g() & 1) ? -1.0 : 1.0);
+  for (std::uint64_t i = 1; i < n; i += 7) v[i] = -v[i - 1];
+  return v;
+}
+
+template <class T>
+T host_reproducible(const std::vector<T>& v, double init = 0) {
+  auto a = strata::detail::repro_of(init);
+  for (T x : v) a = strata::detail::repro_combine(a, strata::detail::repro_of(static_cast<double>(x)));
+  return strata::detail::repro_round<T>(a);
+}
+
+template <class T>
+std::uint64_t bits(T x) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof(T));
+  return u;
+}
+
+struct steps_of_1021 {
+  __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(i % 1021) / 64.0f - 7.5f; }
+};
+
+struct wide_mul {
+  __host__ __device__ double operator()(float a, float b) const { return static_cast<double>(a) * b; }
+};
+
+// Layouts over k places: even, weighted with empty places, everything on the last place.
+std::vector<strata::partition_policy> repro_layouts(std::size_t k, std::uint64_t n) {
+  std::vector<strata::partition_policy> l{strata::partition_policy::even()};
+  if (k > 1) {
+    std::vector<double> w(k, 1.0);
+    w[0] = 0;
+    w[k - 1] = 5;
+    l.push_back(strata::partition_policy::weighted(w));
+    std::vector<std::uint64_t> sizes(k, 0);
+    sizes[k - 1] = n;
+    l.push_back(strata::partition_policy::explicit_sizes(sizes));
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST(Reduce, ReproducibleSumsHaveTheSameBitsOnEveryLayout) {
+  for (std::uint64_t n : sizes()) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+    const auto hd = wide_doubles(n, seed);
+    std::vector<float> hf(hd.begin(), hd.end());
+    const auto hy = random_vector<float>(n, seed + 1);
+    std::vector<double> prod(n);
+    for (std::uint64_t i = 0; i < n; ++i) prod[i] = static_cast<double>(hf[i]) * hy[i];
+    const double want_d = host_reproducible(hd), want_init = host_reproducible(hd, 0.75);
+    const float want_f = host_reproducible(hf);
+    const double want_dot = host_reproducible(prod);
+    for (const auto& s : sets())
+      for (const auto& policy : repro_layouts(s.set.size(), n)) {
+        SCOPED_TRACE(s.name);
+        strata::distributed_vector<double> d(hd, s.set, policy);
+        strata::distributed_vector<float> f(hf, s.set, policy), y(hy, s.set, policy);
+        for (int rep = 0; rep < 3; ++rep) {  // the second call is captured, the third replayed
+          EXPECT_EQ(bits(strata::reduce(strata::reproducible, d)), bits(want_d));
+          EXPECT_EQ(bits(strata::reduce(strata::reproducible, d, 0.75)), bits(want_init));
+          EXPECT_EQ(bits(strata::reduce(strata::reproducible, f)), bits(want_f));
+          EXPECT_EQ(bits(strata::transform_reduce(strata::reproducible, f, y, 0.0, wide_mul{})), bits(want_dot));
+        }
+      }
+  }
+}
+
+TEST(Reduce, ReproducibleOver2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
+  // x_i = (i mod 1021) / 64 - 7.5: exact in float, with an exact sum known in closed form.
+  const std::uint64_t n = (1ull << 31) + 333;
+  long double exact = 0;
+  const std::uint64_t full = n / 1021, rest = n % 1021;
+  for (std::uint64_t r = 0; r < 1021; ++r)
+    exact += (static_cast<long double>(r) / 64 - 7.5L) * static_cast<long double>(full + (r < rest ? 1 : 0));
+  std::uint64_t first = 0;
+  for (std::size_t k : {1, 3}) {
+    const auto set = strata::device_set::repeat(0, k);
+    strata::distributed_vector<float> v(n, set, k == 1 ? strata::partition_policy::even()
+                                                       : strata::partition_policy::weighted({1, 0, 2}), strata::no_init);
+    strata::tabulate(v, steps_of_1021{});
+    const double got = strata::reduce(strata::reproducible, v, 0.0);
+    EXPECT_EQ(static_cast<long double>(got), exact) << k << " places";
+    if (k == 1) first = bits(got);
+    EXPECT_EQ(bits(got), first);
+  }
+}

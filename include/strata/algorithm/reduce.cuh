@@ -7,6 +7,7 @@
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/merge.cuh>
+#include <strata/detail/repro.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/future.cuh>
 #include <strata/zip.cuh>
@@ -16,6 +17,8 @@
 #include <cuda/std/functional>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <typeinfo>
@@ -509,6 +512,121 @@ future<bool> equal_async(const RA& a, const RB& b) {
 template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
 bool equal(const RA& a, const RB& b) {
   return equal_async(a, b).get();
+}
+
+/// Tag asking a floating-point sum for the same bits whatever the layout: `reduce(reproducible,
+/// r)` and the `transform_reduce(reproducible, ...)` forms return the same value for any
+/// device_set size, any partition (even, weighted, with empty places, explicit), graph replay or
+/// not, run after run and on any GPU, for the same elements. Each place accumulates its segment
+/// exactly (integer sums on a fixed grid of 30-bit windows of the binary exponent range, keeping
+/// the four windows at and below the largest element's), the root combines the places' accumulators
+/// exactly, and the sum is rounded once, to nearest. Covers sums (`+`) of `float` and `double`,
+/// the elements or `f`'s results widened to double (exactly for float, so a float dot product
+/// `f = a * b` in double is exact per term). Error against the exact sum of the (transformed)
+/// elements: at most N * 2^-90 * max|x| from the dropped low windows, plus half an ulp of the
+/// result from the final rounding. Infinities and NaNs give the IEEE sum's special value; a zero
+/// sum is +0. At most 2^33 elements per call (the integer windows could overflow beyond).
+struct reproducible_t {
+  explicit constexpr reproducible_t() = default;
+};
+/// The reproducible tag value.
+inline constexpr reproducible_t reproducible{};
+
+namespace detail {
+
+inline constexpr std::uint64_t repro_max_elements = std::uint64_t{1} << 33;
+
+template <class T>
+void require_reproducible(const char* name, std::uint64_t n) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "strata::reproducible sums accumulate float or double (the type of init)");
+  if (n > repro_max_elements)
+    throw std::invalid_argument(std::string(name) + " (reproducible): " + std::to_string(n) +
+                                " elements; at most 2^33 per call");
+}
+
+// init + the places' accumulators, combined exactly, rounded once.
+template <class T>
+struct fold_repro {
+  repro_acc init;
+  __device__ T operator()(const slot_table<repro_acc>& t) const {
+    repro_acc acc = init;
+    for (int j = 0; j < t.size; ++j) acc = repro_combine(acc, *t.ptr[j]);
+    return repro_round<T>(acc);
+  }
+};
+
+}  // namespace detail
+
+/// Asynchronous reproducible transform_reduce: `init + f(x0) + f(x1) + ...`, rounded once, the same
+/// bits for any layout (see strata::reproducible). `T` is float or double; `f` returns something
+/// convertible to double. Throws std::invalid_argument for a range without places or of more than
+/// 2^33 elements, strata::cuda_error for CUDA failures.
+template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<T> transform_reduce_async(reproducible_t, const R& r_in, T init, F f) {
+  const auto r = detail::as_span(r_in);
+  const auto& set = detail::require_places("strata::transform_reduce", r);
+  detail::require_reproducible<T>("strata::transform_reduce", r.size());
+  return detail::reduce_to_future<T, detail::repro_acc>(
+      "strata::transform_reduce", set, r.partition(),
+      detail::make_reduce_partial<detail::repro_acc>(r, detail::repro_combine_fn{}, detail::repro_of_result<F>{f}),
+      detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
+}
+/// Reproducible transform_reduce, waiting for the value (see the async form).
+template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
+T transform_reduce(reproducible_t tag, const R& r, T init, F f) {
+  return transform_reduce_async(tag, r, init, f).get();
+}
+
+/// Asynchronous reproducible n-ary transform_reduce over a zip: `init + f(a0, b0, ...) + ...`,
+/// rounded once (see strata::reproducible); `reproducible` dot products are
+/// `transform_reduce(reproducible, zip(a, b), 0.0, mul)`.
+template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
+future<T> transform_reduce_async(reproducible_t, const Z& z, T init, F f) {
+  detail::require_reproducible<T>("strata::transform_reduce", z.size());
+  return detail::reduce_to_future<T, detail::repro_acc>(
+      "strata::transform_reduce", z.places(), z.partition(),
+      detail::zip_reduce_partial<detail::repro_acc, Z, detail::repro_combine_fn, detail::repro_of_result<F>>{
+          z, detail::repro_combine_fn{}, detail::repro_of_result<F>{f}},
+      detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
+}
+/// Reproducible n-ary transform_reduce over a zip, waiting for the value.
+template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
+T transform_reduce(reproducible_t tag, const Z& z, T init, F f) {
+  return transform_reduce_async(tag, z, init, f).get();
+}
+
+/// Asynchronous reproducible binary transform_reduce (a dot product with `f = a * b`):
+/// `init + f(a0, b0) + f(a1, b1) + ...`, rounded once. `a` and `b` must have the same size,
+/// device_set and partition (std::invalid_argument otherwise).
+template <class RA, class RB, class T, class F,
+          class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+future<T> transform_reduce_async(reproducible_t tag, const RA& a, const RB& b, T init, F f) {
+  detail::require_same_layout("strata::transform_reduce", detail::as_span(a), detail::as_span(b));
+  return transform_reduce_async(tag, zip(a, b), init, f);
+}
+/// Reproducible binary transform_reduce, waiting for the value.
+template <class RA, class RB, class T, class F,
+          class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+T transform_reduce(reproducible_t tag, const RA& a, const RB& b, T init, F f) {
+  return transform_reduce_async(tag, a, b, init, f).get();
+}
+
+/// Asynchronous reproducible sum `init + x0 + x1 + ...` of a float or double range, rounded once
+/// (see strata::reproducible).
+template <class R, class T, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<T> reduce_async(reproducible_t tag, const R& r, T init) {
+  return transform_reduce_async(tag, r, init, detail::identity_fn{});
+}
+/// Reproducible sum with `init`, waiting for it.
+template <class R, class T, class = std::enable_if_t<is_distributed_range_v<R>>>
+T reduce(reproducible_t tag, const R& r, T init) {
+  return reduce_async(tag, r, init).get();
+}
+/// Reproducible sum of the elements, in their own type (float or double), waiting for it.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+range_value_t<R> reduce(reproducible_t tag, const R& r) {
+  return reduce_async(tag, r, range_value_t<R>{}).get();
 }
 
 }  // namespace strata

@@ -1,0 +1,166 @@
+// The exact accumulator of strata::reproducible sums, on the host (its functions are
+// __host__ __device__): the same bits for any grouping and order, exact sums where the data
+// spans less than the kept windows, the documented error bound where it spans more, correct
+// rounding to double and float, and IEEE specials.
+#include <strata/detail/repro.cuh>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+
+using strata::detail::repro_acc;
+using strata::detail::repro_combine;
+using strata::detail::repro_of;
+using strata::detail::repro_round;
+using strata::detail::repro_zero;
+
+template <class T>
+std::uint64_t bits_of(T x) {
+  std::uint64_t u = 0;
+  std::memcpy(&u, &x, sizeof(T));
+  return u;
+}
+
+repro_acc sequential(const std::vector<double>& v) {
+  repro_acc a = repro_zero();
+  for (double x : v) a = repro_combine(a, repro_of(x));
+  return a;
+}
+
+// The same elements, cut into random groups, each summed in random order, then the groups
+// combined in random order: what any partition and any reduction tree does.
+repro_acc grouped(std::vector<double> v, std::mt19937_64& g) {
+  std::shuffle(v.begin(), v.end(), g);
+  std::vector<repro_acc> parts;
+  for (std::size_t at = 0; at < v.size();) {
+    const std::size_t len = 1 + g() % (v.size() - at);
+    repro_acc a = repro_zero();
+    for (std::size_t i = at; i < at + len; ++i) a = repro_combine(repro_of(v[i]), a);
+    parts.push_back(a);
+    at += len;
+  }
+  // A random binary tree over the parts.
+  while (parts.size() > 1) {
+    const std::size_t i = g() % (parts.size() - 1);
+    parts[i] = repro_combine(parts[i + 1], parts[i]);
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  return parts.empty() ? repro_zero() : parts[0];
+}
+
+std::vector<double> wide_data(std::size_t n, int min_exp, int max_exp, std::mt19937_64& g) {
+  std::vector<double> v(n);
+  std::uniform_real_distribution<double> m(1.0, 2.0);
+  for (auto& x : v) {
+    const int e = min_exp + static_cast<int>(g() % static_cast<unsigned>(max_exp - min_exp + 1));
+    x = std::ldexp(m(g), e) * ((g() & 1) ? -1.0 : 1.0);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST(Reproducible, SameBitsForAnyGroupingAndOrder) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto v = wide_data(1 + g() % 3000, -1070, 1000, g);
+    const repro_acc ref = sequential(v);
+    const double want = repro_round<double>(ref);
+    const float want_f = repro_round<float>(ref);
+    for (int k = 0; k < 5; ++k) {
+      const repro_acc a = grouped(v, g);
+      ASSERT_EQ(a.top, ref.top);
+      for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a.w[w], ref.w[w]) << "window " << w;
+      ASSERT_EQ(bits_of(repro_round<double>(a)), bits_of(want));
+      ASSERT_EQ(bits_of(repro_round<float>(a)), bits_of(want_f));
+    }
+  }
+}
+
+// Values within 80 bits of each other (under the four kept windows): the sum is exact before the
+// final rounding, so cancelling pairs vanish and a small exact remainder survives.
+TEST(Reproducible, ExactWhenTheDataSpansFewerBitsThanTheWindows) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int trial = 0; trial < 100; ++trial) {
+    auto v = wide_data(500, -15, 55, g);
+    const std::size_t half = v.size();
+    for (std::size_t i = 0; i < half; ++i) v.push_back(-v[i]);
+    double exact = 0;  // small integers: their double sum is exact
+    for (int i = 0; i < 50; ++i) {
+      const double s = static_cast<double>(static_cast<int>(g() % 2001) - 1000);
+      v.push_back(s);
+      exact += s;
+    }
+    EXPECT_EQ(repro_round<double>(grouped(v, g)), exact);
+  }
+}
+
+// Data over the whole exponent range: within N * 2^-90 * max|x| (dropped windows) plus half an
+// ulp of the result, against a long double reference summed by magnitude.
+TEST(Reproducible, ErrorBoundOverTheWholeRange) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int trial = 0; trial < 100; ++trial) {
+    auto v = wide_data(2000, -300, 300, g);
+    std::vector<long double> sorted(v.begin(), v.end());
+    std::sort(sorted.begin(), sorted.end(), [](long double a, long double b) { return std::fabs(a) < std::fabs(b); });
+    long double ref = 0, comp = 0;  // Neumaier
+    for (long double x : sorted) {
+      const long double t = ref + x;
+      comp += std::fabs(ref) >= std::fabs(x) ? (ref - t) + x : (x - t) + ref;
+      ref = t;
+    }
+    ref += comp;
+    double max_abs = 0;
+    for (double x : v) max_abs = std::max(max_abs, std::fabs(x));
+    const double got = repro_round<double>(grouped(v, g));
+    const long double bound = static_cast<long double>(v.size()) * std::ldexp(max_abs, -90) +
+                              0.5L * std::ldexp(1.0L, std::ilogb(got == 0 ? 1.0 : got) - 52) +
+                              std::fabs(ref) * std::ldexp(1.0L, -62);
+    EXPECT_LE(std::fabs(static_cast<long double>(got) - ref), bound) << "trial " << trial;
+  }
+}
+
+TEST(Reproducible, RoundsOnceToNearestEven) {
+  const auto sum = [](std::initializer_list<double> xs) {
+    repro_acc a = repro_zero();
+    for (double x : xs) a = repro_combine(a, repro_of(x));
+    return a;
+  };
+  EXPECT_EQ(repro_round<double>(sum({1.0, std::ldexp(1.0, -53)})), 1.0);  // a tie: to even
+  EXPECT_EQ(repro_round<double>(sum({1.0, std::ldexp(1.0, -53), std::ldexp(1.0, -80)})), 1.0 + std::ldexp(1.0, -52));
+  EXPECT_EQ(repro_round<double>(sum({1.0 + std::ldexp(1.0, -52), std::ldexp(1.0, -53)})), 1.0 + std::ldexp(1.0, -51));
+  // Float: once from the exact sum, not through double.
+  EXPECT_EQ(repro_round<float>(sum({1.0, std::ldexp(1.0, -24)})), 1.0f);
+  EXPECT_EQ(repro_round<float>(sum({1.0, std::ldexp(1.0, -24), std::ldexp(1.0, -60)})), 1.0f + std::ldexp(1.0f, -23));
+  // Subnormals are exact; overflow goes to infinity.
+  const double tiny = std::numeric_limits<double>::denorm_min();
+  EXPECT_EQ(repro_round<double>(sum({tiny, tiny, tiny})), 3 * tiny);
+  EXPECT_EQ(repro_round<double>(sum({1.5e308, 1.5e308})), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(repro_round<double>(sum({-1.5e308, -1.5e308})), -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(repro_round<float>(sum({3e38, 3e38})), std::numeric_limits<float>::infinity());
+  // The doubles nearest 0.1, 0.2 and 0.3 sum exactly to 2^-55 (left to right in double: 2^-54).
+  EXPECT_EQ(repro_round<double>(sum({0.1, 0.2, -0.3})), std::ldexp(1.0, -55));
+  EXPECT_EQ(bits_of(repro_round<double>(sum({2.5, -2.5}))), bits_of(0.0));  // a zero sum is +0
+  EXPECT_EQ(repro_round<double>(sum({})), 0.0);
+}
+
+TEST(Reproducible, InfinitiesAndNaNsFollowIeeeAddition) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const auto sum = [](std::initializer_list<double> xs) {
+    repro_acc a = repro_zero();
+    for (double x : xs) a = repro_combine(a, repro_of(x));
+    return repro_round<double>(a);
+  };
+  EXPECT_EQ(sum({1.0, inf, 2.0}), inf);
+  EXPECT_EQ(sum({-inf, 1e300}), -inf);
+  EXPECT_TRUE(std::isnan(sum({inf, -inf})));
+  EXPECT_TRUE(std::isnan(sum({1.0, nan})));
+  EXPECT_TRUE(std::isnan(repro_round<float>(repro_combine(repro_of(inf), repro_of(-inf)))));
+}
