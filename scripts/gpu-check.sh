@@ -108,7 +108,7 @@ elif [ $status -eq 0 ]; then
     grep -q "ctest_rc=0" "$out/tests.log" && grep -q "staged_rc=0" "$out/tests.log" || status=1
   fi
 
-  "$build/examples/strata-info" >"$out/strata-info.txt" 2>&1 || status=1
+  "$build/examples/strata-info" --json "$out/topology.json" >"$out/strata-info.txt" 2>&1 || status=1
   cat "$out/strata-info.txt"
 
   if [ "${STRATA_SKIP_BENCH:-0}" != 1 ]; then

@@ -2,6 +2,7 @@
 // segment boundaries, deep copy, move, user-owned segments, and a vector over 2^31 elements.
 #include "test_util.cuh"
 
+#include <cstdio>
 #include <numeric>
 
 using namespace strata_test;
@@ -225,4 +226,36 @@ TEST(DeviceSet, SetsWithTheSameDevicesAndOptionsAreOneSet) {
   EXPECT_NE(own, strata::device_set::repeat(0, 3));
   EXPECT_NE(own, private_set(3));
   for (std::size_t i = 0; i < 3; ++i) EXPECT_NE(own.stream(i), strata::device_set::repeat(0, 3).stream(i));
+}
+
+// Issue 19: the measurement runs, gives positive figures, is cached in the set, and the measured
+// policy over places of one GPU is the even layout.
+TEST(DeviceSet, MeasuredTopologyAndPolicy) {
+  strata::topology_options quick;
+  quick.bandwidth_bytes = std::size_t{32} << 20;
+  quick.repeats = 2;
+  for (bool staged : {false, true}) {
+    SCOPED_TRACE(staged ? "host staging" : "direct");
+    strata::device_set_options o;
+    o.force_host_staging = staged;
+    o.shared = false;
+    const auto set = strata::device_set::repeat(0, 3, o);
+    const strata::topology& t = strata::measure_topology(set, quick);
+    ASSERT_EQ(t.places(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_GT(t.memory_gbps[i], 100.0) << "an H100/H200-class GPU copies at TB/s";
+      EXPECT_EQ(t.memory_gbps[i], t.memory_gbps[0]) << "one device, one figure";
+      for (std::size_t j = 0; j < 3; ++j) {
+        EXPECT_GT(t.copy(i, j), 0.0);
+        EXPECT_GT(t.latency(i, j), 0.0);
+        EXPECT_LT(t.latency(i, j), 10000.0);
+        EXPECT_EQ(t.direct[i * 3 + j] != 0, set.direct_access(i, j));
+      }
+    }
+    if (!set.host_staging_forced()) EXPECT_GT(t.copy(0, 1), 100.0);
+    EXPECT_EQ(&strata::measure_topology(set), &t) << "cached";
+    EXPECT_EQ(strata::measured_partition_policy(set).apply(1000003, 3), strata::partition::even(1000003, 3));
+    std::printf("%s: memory %.0f GB/s, copy 0->1 %.0f GB/s, latency %.1f us, measured in %.3f s\n",
+                staged ? "staged" : "direct", t.memory_gbps[0], t.copy(0, 1), t.latency(0, 1), t.seconds);
+  }
 }

@@ -84,6 +84,8 @@ class set_state {
   graph_cache graphs;
   /// Serialises the enqueueing of algorithm calls made through this set from several threads.
   std::mutex call_mutex;
+  /// The figures measure_topology found for this set (a strata::topology), cached.
+  std::shared_ptr<const void> measured_topology;
 
   std::size_t size() const noexcept { return places.size(); }
   /// Waits for every place's stream, each with its device current. Call with call_mutex held (a

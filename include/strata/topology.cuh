@@ -1,0 +1,216 @@
+// A measured topology: each place's memory bandwidth and, for every ordered pair of places, the
+// bandwidth and latency of the path the exchange uses between them (a copy within a device, a peer
+// copy, or host staging); and the partition policy that weights places by what was measured.
+#pragma once
+
+#include <strata/detail/device_guard.cuh>
+#include <strata/detail/exchange.cuh>
+#include <strata/detail/memory.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/device_set.cuh>
+#include <strata/error.hpp>
+#include <strata/partition.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace strata {
+
+/// What `measure_topology` found for a device_set. Bandwidths count the bytes moved per second
+/// (a copy of B bytes moves B); `memory_gbps` counts a copy within the device as read plus write
+/// (2B), as the benchmarks do.
+struct topology {
+  /// The device of each place.
+  std::vector<int> devices;
+  /// Per place: its device's copy bandwidth within the device, GB/s (read + write).
+  std::vector<double> memory_gbps;
+  /// Per ordered pair (i * places + j): bandwidth of a large copy from place i to place j over
+  /// the exchange's path, GB/s. For i == j, the device's copy within itself (bytes moved).
+  std::vector<double> copy_gbps;
+  /// Per ordered pair: time of a 4-byte copy over that path, microseconds.
+  std::vector<double> latency_us;
+  /// Per ordered pair: 1 where the pair has direct access (one device, or peer access), 0 where
+  /// the exchange stages through pinned host memory.
+  std::vector<char> direct;
+  /// Wall time the measurement took, seconds.
+  double seconds = 0;
+
+  /// Number of places.
+  std::size_t places() const noexcept { return devices.size(); }
+  /// Copy bandwidth from place i to place j, GB/s. Throws std::out_of_range for a bad place.
+  double copy(std::size_t i, std::size_t j) const { return copy_gbps.at(index(i, j)); }
+  /// Small-copy latency from place i to place j, microseconds. Throws std::out_of_range.
+  double latency(std::size_t i, std::size_t j) const { return latency_us.at(index(i, j)); }
+
+ private:
+  std::size_t index(std::size_t i, std::size_t j) const {
+    if (i >= places() || j >= places()) throw std::out_of_range("strata::topology: place out of range");
+    return i * places() + j;
+  }
+};
+
+/// How much `measure_topology` copies.
+struct topology_options {
+  /// Bytes of each bandwidth copy (the best of `repeats` is kept).
+  std::size_t bandwidth_bytes = std::size_t{256} << 20;
+  /// Timed repetitions of each copy.
+  int repeats = 3;
+  /// Measure again even if the set has cached figures.
+  bool refresh = false;
+};
+
+namespace detail {
+
+/// Place weights proportional to the throughput each place can expect: its device's measured
+/// bandwidth shared evenly by the places on that device. Pure math (host tests exercise it).
+/// Throws std::invalid_argument if the lists differ in length or a bandwidth is not positive.
+inline std::vector<double> throughput_weights(const std::vector<int>& devices, const std::vector<double>& gbps) {
+  if (devices.size() != gbps.size())
+    throw std::invalid_argument("strata: " + std::to_string(gbps.size()) + " bandwidths for " +
+                                std::to_string(devices.size()) + " places");
+  std::map<int, int> sharing;
+  for (int d : devices) ++sharing[d];
+  std::vector<double> w(devices.size());
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    if (!(gbps[i] > 0)) throw std::invalid_argument("strata: place " + std::to_string(i) + " has no positive bandwidth");
+    w[i] = gbps[i] / sharing[devices[i]];
+  }
+  return w;
+}
+
+// Seconds of the best of `repeats` runs of `enqueue(stream)` on a stream of `device`.
+template <class Enqueue>
+double best_time(int device, cudaStream_t stream, int repeats, Enqueue&& enqueue) {
+  device_guard g(device);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  STRATA_CUDA_CHECK(cudaEventCreate(&start));
+  const cudaError_t e = cudaEventCreate(&stop);
+  if (e != cudaSuccess) {
+    (void)cudaEventDestroy(start);
+    throw_cuda_error(e, "cudaEventCreate", device, __FILE__, __LINE__);
+  }
+  double best = 1e30;
+  try {
+    enqueue(stream);  // warm up (and page in staging memory)
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream));
+    for (int r = 0; r < repeats; ++r) {
+      STRATA_CUDA_CHECK(cudaEventRecord(start, stream));
+      enqueue(stream);
+      STRATA_CUDA_CHECK(cudaEventRecord(stop, stream));
+      STRATA_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      STRATA_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      best = std::min(best, static_cast<double>(ms) / 1e3);
+    }
+  } catch (...) {
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+    throw;
+  }
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  return best;
+}
+
+// One copy of `bytes` from (src on device a) to (dst on device b) over the exchange's path: a
+// device copy, a peer copy, or device -> pinned host -> device, all on `stream` (of device b).
+inline void path_copy(void* dst, int b, const void* src, int a, std::size_t bytes, bool direct, void* pinned,
+                      cudaStream_t stream) {
+  if (direct && a == b)
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  else if (direct)
+    STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(dst, b, src, a, bytes, stream));
+  else {
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(pinned, src, bytes, cudaMemcpyDeviceToHost, stream));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream));
+  }
+}
+
+}  // namespace detail
+
+/// Measures `set`: every device's copy bandwidth, and for every ordered pair of places the
+/// bandwidth and latency of the exchange's path between them (pairs of places with the same
+/// devices and path are measured once). The figures are cached in the set (all copies of it share
+/// them); later calls return them unless `options.refresh`. Takes the set's call lock and runs
+/// its copies on the places' streams after waiting for their work. Cost: about `repeats + 1`
+/// copies of `bandwidth_bytes` per distinct device and per distinct (device, device, path), plus
+/// small copies; tens of milliseconds per pair on NVLink, more over PCIe or host staging. Needs
+/// `2 * bandwidth_bytes` free on each device and as much pinned host memory. Throws
+/// strata::cuda_error if a CUDA call or an allocation fails.
+inline const topology& measure_topology(const device_set& set, topology_options options = {}) {
+  const detail::call_scope scope(set.state(), "strata::measure_topology");
+  detail::set_state& s = scope.state();
+  if (s.measured_topology && !options.refresh) return *std::static_pointer_cast<const topology>(s.measured_topology);
+  const auto t0 = std::chrono::steady_clock::now();
+  s.wait_all_places();
+  const std::size_t k = set.size();
+  auto topo = std::make_shared<topology>();
+  topo->devices = set.devices();
+  topo->memory_gbps.assign(k, 0);
+  topo->copy_gbps.assign(k * k, 0);
+  topo->latency_us.assign(k * k, 0);
+  topo->direct.assign(k * k, 0);
+  const std::size_t big = options.bandwidth_bytes;
+  // Two buffers per device, and pinned staging, made once.
+  std::map<int, std::pair<detail::device_buffer, detail::device_buffer>> buffers;
+  for (std::size_t i = 0; i < k; ++i) {
+    const int d = set.device(i);
+    if (buffers.count(d) == 0)
+      buffers.emplace(d, std::make_pair(detail::device_buffer(d, big, set.stream(i)), detail::device_buffer(d, big, set.stream(i))));
+  }
+  struct pinned_block {
+    void* p;
+    explicit pinned_block(std::size_t b) : p(detail::pinned_allocate(b)) {}
+    pinned_block(const pinned_block&) = delete;
+    pinned_block& operator=(const pinned_block&) = delete;
+    ~pinned_block() { detail::pinned_free(p); }
+  } pinned(big);
+  std::map<std::tuple<int, int, bool>, std::pair<double, double>> measured;  // (a, b, direct) -> (GB/s, us)
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t j = 0; j < k; ++j) {
+      const int a = set.device(i), b = set.device(j);
+      const bool direct = detail::places_reach(s, i, s, j);
+      topo->direct[i * k + j] = direct ? 1 : 0;
+      const auto key = std::make_tuple(a, b, direct);
+      if (measured.count(key) == 0) {
+        void* dst = (a == b ? buffers.at(b).second : buffers.at(b).first).get();
+        const void* src = buffers.at(a).first.get();
+        cudaStream_t stream = set.stream(j);
+        const double t_big = detail::best_time(b, stream, options.repeats, [&](cudaStream_t st) {
+          detail::path_copy(dst, b, src, a, big, direct, pinned.p, st);
+        });
+        const double t_small = detail::best_time(b, stream, options.repeats, [&](cudaStream_t st) {
+          detail::path_copy(dst, b, src, a, 4, direct, pinned.p, st);
+        });
+        measured[key] = {static_cast<double>(big) / t_big / 1e9, t_small * 1e6};
+      }
+      topo->copy_gbps[i * k + j] = measured[key].first;
+      topo->latency_us[i * k + j] = measured[key].second;
+    }
+  for (std::size_t i = 0; i < k; ++i) topo->memory_gbps[i] = 2 * topo->copy_gbps[i * k + i];
+  topo->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.measured_topology = topo;
+  return *topo;
+}
+
+/// A layout policy weighting every place by its measured throughput: its device's memory
+/// bandwidth (measure_topology, cached in the set) shared evenly among the places on that
+/// device, so GPUs of different speed, or sharing a GPU, finish element-wise work together. For
+/// your own calibration (GPUs with other work), pass your figures to partition_policy::weighted.
+/// Throws as measure_topology.
+inline partition_policy measured_partition_policy(const device_set& set) {
+  const topology& t = measure_topology(set);
+  return partition_policy::weighted(detail::throughput_weights(t.devices, t.memory_gbps));
+}
+
+}  // namespace strata
