@@ -22,9 +22,7 @@ const std::vector<named_set>& sort_sets() {
     std::vector<named_set> v;
     const std::vector<std::size_t> counts = quick_mode() ? std::vector<std::size_t>{1, 3} : std::vector<std::size_t>{1, 2, 3, 5, 8};
     for (std::size_t k : counts) v.push_back({std::to_string(k) + " places on GPU 0", strata::device_set::repeat(0, k)});
-    strata::device_set_options staged;
-    staged.force_host_staging = true;
-    v.push_back({"3 places on GPU 0, host staging", strata::device_set::repeat(0, 3, staged)});
+    v.push_back({"3 places on GPU 0, host staging", staged_set(3)});
     if (!quick_mode())
       v.push_back({"all " + std::to_string(strata::visible_device_count()) + " GPUs", strata::device_set::all()});
     return v;
@@ -294,9 +292,7 @@ TEST(Sort, MoreThan2To31KeysInOneCall) {
 TEST(Redistribute, BetweenLayoutsAndDeviceSets) {
   const auto three = strata::device_set::repeat(0, 3);
   const auto five = strata::device_set::repeat(0, 5);
-  strata::device_set_options staged_opt;
-  staged_opt.force_host_staging = true;
-  const auto staged = strata::device_set::repeat(0, 4, staged_opt);
+  const auto staged = staged_set(4);
   const auto layouts_for = [](std::size_t k, std::uint64_t n) {
     std::vector<double> w(k, 1.0);
     w[0] = 0;

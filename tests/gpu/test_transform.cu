@@ -61,9 +61,7 @@ TEST(Transform, UnaryBinaryForEachFillIota) {
 TEST(Copy, BetweenLayoutsAndDeviceSets) {
   const auto a = strata::device_set::repeat(0, 3);
   const auto b = strata::device_set::repeat(0, 5);
-  strata::device_set_options staged_opt;
-  staged_opt.force_host_staging = true;
-  const auto staged = strata::device_set::repeat(0, 2, staged_opt);
+  const auto staged = staged_set(2);
   for (std::uint64_t n : sizes()) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));

@@ -60,6 +60,13 @@ inline strata::device_set private_set(std::size_t k, strata::device_set_options 
   return strata::device_set::repeat(0, k, options);
 }
 
+/// `k` places on GPU 0 whose exchanges all go through pinned host memory (the fallback path).
+inline strata::device_set staged_set(std::size_t k) {
+  strata::device_set_options options;
+  options.force_host_staging = true;
+  return strata::device_set::repeat(0, k, options);
+}
+
 /// A device_set under test and a name for failure messages.
 struct named_set {
   std::string name;
@@ -72,17 +79,13 @@ inline const std::vector<named_set>& sets() {
   static const std::vector<named_set> s = [] {
     std::vector<named_set> v;
     if (quick_mode()) {
-      strata::device_set_options staged;
-      staged.force_host_staging = true;
       v.push_back({"1 place on GPU 0", strata::device_set::repeat(0, 1)});
       v.push_back({"3 places on GPU 0", strata::device_set::repeat(0, 3)});
-      v.push_back({"3 places on GPU 0, host staging", strata::device_set::repeat(0, 3, staged)});
+      v.push_back({"3 places on GPU 0, host staging", staged_set(3)});
       return v;
     }
     for (std::size_t k : {1, 2, 3, 4, 8}) v.push_back({std::to_string(k) + " places on GPU 0", strata::device_set::repeat(0, k)});
-    strata::device_set_options staged;
-    staged.force_host_staging = true;
-    v.push_back({"4 places on GPU 0, host staging", strata::device_set::repeat(0, 4, staged)});
+    v.push_back({"4 places on GPU 0, host staging", staged_set(4)});
     v.push_back({"all " + std::to_string(strata::visible_device_count()) + " GPUs", strata::device_set::all()});
     return v;
   }();
