@@ -31,7 +31,7 @@ out=${args[0]:-gpu-check-out}
 mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
 status=0
-sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_container gpu_errors gpu_faults})
+sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_sort gpu_container gpu_errors gpu_faults})
 targets=()
 [ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
 [ "${STRATA_SKIP_TESTS:-0}" = 1 ] && targets=(strata_bench strata_info)
@@ -66,7 +66,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     # (Every test's start and time are logged, so a capped run shows where it was.)
     local t0=$SECONDS
     STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" "${sanitizer_args[@]}" "$build/tests/$name" \
-      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Compact.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}" \
+      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Compact.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"
     echo $((SECONDS - t0)) >"$logs/$tool.$name.s"
