@@ -16,3 +16,11 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/StrataConfigVersion.cmak
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion ARCH_INDEPENDENT)
 install(FILES "${PROJECT_BINARY_DIR}/StrataConfig.cmake" "${PROJECT_BINARY_DIR}/StrataConfigVersion.cmake"
   "${PROJECT_SOURCE_DIR}/cmake/StrataRequirements.cmake" DESTINATION "${STRATA_INSTALL_CMAKEDIR}")
+
+# The NCCL component: its own export set, loaded only when a consumer asks for COMPONENTS nccl, and
+# the find module that locates NCCL for it.
+if(TARGET strata_nccl)
+  install(TARGETS strata_nccl EXPORT StrataNcclTargets)
+  install(EXPORT StrataNcclTargets NAMESPACE Strata:: DESTINATION "${STRATA_INSTALL_CMAKEDIR}")
+  install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake" DESTINATION "${STRATA_INSTALL_CMAKEDIR}")
+endif()

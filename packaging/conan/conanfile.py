@@ -21,6 +21,10 @@ class StrataConan(ConanFile):
     topics = ("cuda", "gpu", "multi-gpu", "cub", "header-only")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
+    # nccl: also package Strata::nccl (the layer beyond one process); needs NCCL on the system
+    # (CUDA toolkit, NCCL_ROOT, or the nvidia-nccl-cu13 wheel) when the package is built and used.
+    options = {"nccl": [True, False]}
+    default_options = {"nccl": False}
     no_copy_source = True
 
     def set_version(self):
@@ -41,7 +45,9 @@ class StrataConan(ConanFile):
         cmake_layout(self)
 
     def package_id(self):
-        self.info.clear()  # header-only: one package for every configuration
+        # Header-only: one package for every configuration (the nccl option still tells apart the
+        # packages with and without the NCCL component).
+        self.info.settings.clear()
 
     def generate(self):
         tc = CMakeToolchain(self)
@@ -49,6 +55,7 @@ class StrataConan(ConanFile):
         tc.cache_variables["STRATA_BUILD_BENCHMARKS"] = False
         tc.cache_variables["STRATA_BUILD_EXAMPLES"] = False
         tc.cache_variables["STRATA_BUILD_DOCS"] = False
+        tc.cache_variables["STRATA_WITH_NCCL"] = "ON" if self.options.nccl else "OFF"
         tc.generate()
 
     def build(self):

@@ -5,7 +5,14 @@
 
 #include <cstdio>
 
+#ifdef STRATA_CONSUMER_NCCL
+#include <strata/nccl.cuh>
+#endif
+
 int main() {
+#ifdef STRATA_CONSUMER_NCCL
+  std::printf("Strata::nccl: NCCL %d\n", strata::nccl_version());
+#endif
   if (strata::visible_device_count() == 0) {
     std::printf("STRATA_GPU_SKIP: no CUDA device is visible\n");
     return 0;

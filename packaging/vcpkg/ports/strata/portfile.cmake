@@ -13,6 +13,10 @@ endif()
 
 vcpkg_find_cuda(OUT_CUDA_TOOLKIT_ROOT cuda_toolkit_root)
 
+# Feature "nccl": also install Strata::nccl (find_package(Strata CONFIG REQUIRED COMPONENTS nccl)).
+# (vcpkg_check_features passes -DSTRATA_WITH_NCCL=ON with the feature and OFF without it.)
+vcpkg_check_features(OUT_FEATURE_OPTIONS feature_options FEATURES nccl STRATA_WITH_NCCL)
+
 vcpkg_cmake_configure(
   SOURCE_PATH "${SOURCE_PATH}"
   OPTIONS
@@ -21,6 +25,7 @@ vcpkg_cmake_configure(
     -DSTRATA_BUILD_EXAMPLES=OFF
     -DSTRATA_BUILD_DOCS=OFF
     "-DCMAKE_CUDA_COMPILER=${cuda_toolkit_root}/bin/nvcc"
+    ${feature_options}
 )
 vcpkg_cmake_install()
 vcpkg_cmake_config_fixup(PACKAGE_NAME strata CONFIG_PATH lib/cmake/Strata)
