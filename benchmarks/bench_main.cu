@@ -197,24 +197,19 @@ void finish(benchmark::State& st, double bytes_per_op) {
 
 // ---- Strata cases ----------------------------------------------------------------------
 
-template <class T>
+// The sum; with Reproducible, the reproducible sum of the same data (its cost against plain CUB).
+template <class T, bool Reproducible = false>
 void strata_reduce(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
   strata::distributed_vector<T> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
   random_fill(v);
   span_timer t(set);
-  timed_loop(st, t, [&] { return strata::reduce_async(v); });
-  finish(st, size_of(st) * sizeof(T));
-}
-
-// The reproducible sum (issue 19) of the same data: its cost against plain CUB.
-template <class T>
-void strata_reduce_repro(benchmark::State& st) {
-  const auto& set = places(static_cast<int>(st.range(1)));
-  strata::distributed_vector<T> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
-  random_fill(v);
-  span_timer t(set);
-  timed_loop(st, t, [&] { return strata::reduce_async(strata::reproducible, v, T{}); });
+  timed_loop(st, t, [&] {
+    if constexpr (Reproducible)
+      return strata::reduce_async(strata::reproducible, v, T{});
+    else
+      return strata::reduce_async(v);
+  });
   finish(st, size_of(st) * sizeof(T));
 }
 
@@ -587,7 +582,7 @@ void register_all() {
       {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
       {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout},
       {"redistribute_f32", strata_redistribute},
-      {"reduce_repro_f32", strata_reduce_repro<float>}, {"reduce_repro_f64", strata_reduce_repro<double>}};
+      {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},

@@ -203,10 +203,8 @@ class device_set {
   /// Takes the set's call lock. Throws strata::cuda_error if any of the work failed.
   void release_cached_memory() const {
     const detail::call_scope scope(*state_, "strata::device_set::release_cached_memory");
-    for (auto& p : scope.state().places) {
-      detail::device_guard g(p->device());
-      p->release_cached();
-    }
+    for (std::size_t i = 0; i < size(); ++i)
+      detail::at_place(scope.state(), i, [](detail::place_state& p) { p.release_cached(); });
   }
 
   /// Two sets are equal when they share the same places: one is a copy of the other, or both were
@@ -251,9 +249,7 @@ class device_set {
     s->direct.assign(k * k, 0);
     for (std::size_t i = 0; i < k; ++i)
       for (std::size_t j = 0; j < k; ++j) {
-        const int a = ordinals[i], b = ordinals[j];
-        bool reach = (i == j) || (a == b) || s->peer[static_cast<std::size_t>(a) * n + b] != 0;
-        if (i != j && s->force_host_staging) reach = false;
+        const bool reach = i == j || (!s->force_host_staging && s->devices_reach(ordinals[i], ordinals[j]));
         s->direct[i * k + j] = reach ? 1 : 0;
       }
     return s;

@@ -247,11 +247,10 @@ class distributed_vector {
   template <class Enqueue>
   void on_place(std::size_t place, const char* name, Enqueue&& enqueue) const {
     detail::call_scope scope(set_->state(), name);
-    detail::place_state& p = *scope.state().places[place];
-    detail::device_guard g(p.device());
-    detail::active_place_scope a(static_cast<int>(place));
-    enqueue(p.stream());
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
+    detail::at_place(scope.state(), place, [&](detail::place_state& p) {
+      enqueue(p.stream());
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
+    });
   }
 
   // Uninitialised storage laid out by `part` over `set` (none without a set). Every public

@@ -126,10 +126,8 @@ double best_time(int device, cudaStream_t stream, int repeats, Enqueue&& enqueue
 // device copy, a peer copy, or device -> pinned host -> device, all on `stream` (of device b).
 inline void path_copy(void* dst, int b, const void* src, int a, std::size_t bytes, bool direct, void* pinned,
                       cudaStream_t stream) {
-  if (direct && a == b)
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
-  else if (direct)
-    STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(dst, b, src, a, bytes, stream));
+  if (direct)
+    copy_direct(dst, b, src, a, bytes, stream);
   else {
     STRATA_CUDA_CHECK(cudaMemcpyAsync(pinned, src, bytes, cudaMemcpyDeviceToHost, stream));
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst, pinned, bytes, cudaMemcpyHostToDevice, stream));

@@ -51,11 +51,21 @@ class zip_range {
 /// same size, device_set and partition. Throws std::invalid_argument, naming the first range
 /// that differs, before any device work.
 template <class... Rs, class = std::enable_if_t<(is_distributed_range_v<Rs> && ...)>>
-zip_range<span_of_t<Rs>...> zip(Rs&&... ranges) {
-  zip_range<span_of_t<Rs>...> z(detail::as_span(ranges)...);
-  std::apply([](const auto& first, const auto&... rest) { (detail::require_same_layout("strata::zip", first, rest), ...); },
-             z.spans());
+zip_range<span_of_t<Rs>...> zip(Rs&&... ranges);
+
+namespace detail {
+/// strata::zip for the algorithm `name` (which names itself in the layout errors).
+template <class... Rs>
+zip_range<span_of_t<Rs>...> zip_for(const char* name, Rs&&... ranges) {
+  zip_range<span_of_t<Rs>...> z(as_span(ranges)...);
+  std::apply([name](const auto& first, const auto&... rest) { (require_same_layout(name, first, rest), ...); }, z.spans());
   return z;
+}
+}  // namespace detail
+
+template <class... Rs, class>
+zip_range<span_of_t<Rs>...> zip(Rs&&... ranges) {
+  return detail::zip_for("strata::zip", ranges...);
 }
 
 namespace detail {

@@ -68,16 +68,26 @@ struct predecessor_fold {
   }
 };
 
-/// Runs `select(i, place, kept)` for every non-empty segment of `part`: it enqueues a CUB selection
-/// that writes the number of elements it kept to `*kept` (pinned host memory). Waits once, and
-/// returns the kept count of every place (0 for empty segments).
+/// The one host read of a compaction: `enqueue(words)` enqueues, on the places of `part`, the CUB
+/// selections that write their kept counts into `words` (pinned host memory, `per_place` words
+/// per place, zeroed first so empty segments read 0); then this waits once and returns them.
+template <class Enqueue>
+std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, std::size_t per_place, Enqueue&& enqueue) {
+  const std::size_t n = per_place * part.places();
+  std::uint64_t* words = s.host_words(n);
+  for (std::size_t i = 0; i < n; ++i) words[i] = 0;
+  enqueue(words);
+  wait_segments(s, part);
+  return std::vector<std::uint64_t>(words, words + n);
+}
+
+/// kept_counts of one CUB call per non-empty segment: `select(i, place, kept)` writes segment
+/// i's count to `*kept`.
 template <class Select>
 std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, Select&& select) {
-  std::uint64_t* words = s.host_words(part.places());
-  for (std::size_t i = 0; i < part.places(); ++i) words[i] = 0;
-  for_each_segment(s, part, [&](std::size_t i, place_state& p) { select(i, p, words + i); });
-  wait_segments(s, part);
-  return std::vector<std::uint64_t>(words, words + part.places());
+  return kept_counts(s, part, 1, [&](std::uint64_t* words) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) { select(i, p, words + i); });
+  });
 }
 
 /// The first counts[i] elements of every segment of `r`, as a span (the layout of a compaction's
@@ -117,60 +127,43 @@ std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
-  std::uint64_t* words = s.host_words(part.places());
-  for (std::size_t i = 0; i < part.places(); ++i) words[i] = 0;
-  std::vector<device_buffer> flags(part.places());
   // Every place but the last hands its last element to the root, which gives each segment its
   // predecessor's; then every place selects, comparing its first element with that predecessor.
   const auto last = [&](std::size_t i, place_state& p, T* slot) {
     const auto seg = in.segment_at(i);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(slot, seg.data + seg.count - 1, sizeof(T), cudaMemcpyDefault, p.stream()));
   };
-  const auto select = [&](std::size_t i, place_state& p, int j, const T* slot) {
-    const auto seg = in.segment_at(i);
-    const T* prev = j == 0 ? nullptr : slot;  // the first non-empty segment has no predecessor
-    const auto n = static_cast<::cuda::std::int64_t>(seg.count);
-    const unique_flag<T, Eq> flag{seg.data, prev, eq};
-    const auto flag_it = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), flag);
-    if (dst[i] != seg.data) {
+  return kept_counts(s, part, 1, [&](std::uint64_t* words) {
+    // `prev` is null for the first non-empty segment, which has no predecessor.
+    const auto select = [&](std::size_t i, place_state& p, const T* prev) {
+      const auto seg = in.segment_at(i);
+      const auto n = static_cast<::cuda::std::int64_t>(seg.count);
+      const unique_flag<T, Eq> flag{seg.data, prev, eq};
+      const auto flag_it = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), flag);
+      if (dst[i] != seg.data) {
+        run_cub(p, [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceSelect::Flagged(temp, bytes, seg.data, flag_it, dst[i], words + i, n, p.stream());
+        });
+        return;
+      }
+      // In place: the flags read each element's predecessor, so they are computed, into the
+      // place's cached scratch, before any element moves.
+      bool* f = static_cast<bool*>(p.scratch(seg.count));
+      STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), f, seg.count, flag,
+                                                        p.stream()));
       run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceSelect::Flagged(temp, bytes, seg.data, flag_it, dst[i], words + i, n, p.stream());
+        return cub::DeviceSelect::Flagged(temp, bytes, dst[i], f, words + i, n, p.stream());
       });
-      return;
-    }
-    // In place: the flags read each element's predecessor, so they are computed before any
-    // element moves.
-    flags[i] = device_buffer(p.device(), seg.count, p.stream());
-    bool* f = flags[i].as<bool>();
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), f, seg.count, flag,
-                                                      p.stream()));
-    run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return cub::DeviceSelect::Flagged(temp, bytes, dst[i], f, words + i, n, p.stream());
-    });
-  };
-  scan_segments<T>(s, part, last, predecessor_fold<T>{}, select);
-  wait_segments(s, part);
-  return std::vector<std::uint64_t>(words, words + part.places());
+    };
+    scan_segments<T>(s, part, last, predecessor_fold<T>{}, select);
+  });
 }
 
-template <class T>
-std::vector<T*> segment_data(const distributed_span<T>& r) {
-  std::vector<T*> d(r.segment_count());
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = r.segment_at(i).data;
-  return d;
-}
-
-// The output range of an out-of-place compaction: the input's layout, mutable, no overlap.
+// The output range of an out-of-place compaction: the input's layout, and no shared memory.
 template <class In, class Out>
 void require_compaction_output(const char* name, const In& in, const Out& out) {
   require_same_layout(name, in, out);
-  for (std::size_t i = 0; i < in.segment_count(); ++i) {
-    const auto a = in.segment_at(i);
-    const auto b = out.segment_at(i);
-    if (a.count > 0 && static_cast<const void*>(a.data) == static_cast<const void*>(b.data))
-      throw std::invalid_argument(std::string(name) + ": the output is the input; use the in-place form");
-  }
-  require_no_partial_overlap(name, in, out);
+  require_disjoint(name, in, out);
 }
 
 }  // namespace detail
@@ -245,7 +238,7 @@ distributed_span<range_value_t<R>> remove(R&& r, const range_value_t<R>& value) 
 /// global order, across segment boundaries too: the first of each run of equal elements stays.
 /// Returns the view of the kept elements, laid out by the places' kept counts. Needs
 /// `sizeof(T) <= 256` (the boundary elements cross places through the merge slots) and a
-/// scratch byte per element on each place during the call. Waits. Throws as remove_if.
+/// scratch byte per element on each place (the place's cached scratch, kept for later calls). Waits. Throws as remove_if.
 template <class R, class Eq = detail::equal_fn, class = std::enable_if_t<is_distributed_range_v<R>>>
 distributed_span<range_value_t<R>> unique(R&& r_in, Eq eq = {}) {
   static_assert(!std::is_const_v<typename span_of_t<R>::element_type>, "strata::unique: the range must be mutable");
@@ -288,20 +281,21 @@ std::pair<distributed_span<range_value_t<In>>, distributed_span<range_value_t<In
   const auto y = detail::segment_data(yes), f = detail::segment_data(no);
   detail::call_scope scope(in.places().state(), "strata::partition_copy");
   const std::size_t k = in.segment_count();
-  std::uint64_t* words = scope.state().host_words(2 * k);
-  for (std::size_t i = 0; i < 2 * k; ++i) words[i] = 0;
-  detail::for_each_segment(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p) {
-    const auto s = in.segment_at(i);
-    const auto n = static_cast<::cuda::std::int64_t>(s.count);
-    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return cub::DeviceSelect::If(temp, bytes, s.data, y[i], words + i, n, pred, p.stream());
-    });
-    detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return cub::DeviceSelect::If(temp, bytes, s.data, f[i], words + k + i, n, detail::negated<Pred>{pred}, p.stream());
+  // Words [0, k): the kept counts of the true part; [k, 2k): of the false part.
+  const auto counts = detail::kept_counts(scope.state(), in.partition(), 2, [&](std::uint64_t* words) {
+    detail::for_each_segment(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p) {
+      const auto s = in.segment_at(i);
+      const auto n = static_cast<::cuda::std::int64_t>(s.count);
+      detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSelect::If(temp, bytes, s.data, y[i], words + i, n, pred, p.stream());
+      });
+      detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSelect::If(temp, bytes, s.data, f[i], words + k + i, n, detail::negated<Pred>{pred}, p.stream());
+      });
     });
   });
-  detail::wait_segments(scope.state(), in.partition());
-  const std::vector<std::uint64_t> nt(words, words + k), nf(words + k, words + 2 * k);
+  const std::vector<std::uint64_t> nt(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(k)),
+      nf(counts.begin() + static_cast<std::ptrdiff_t>(k), counts.end());
   return {detail::prefixes(yes, nt), detail::prefixes(no, nf)};
 }
 

@@ -29,26 +29,16 @@ void copy_same_layout(const distributed_span<const T>& in, const distributed_spa
   if (sync) wait_segments(scope.state(), in.partition());
 }
 
-template <class T>
-std::vector<const void*> segment_sources(const distributed_span<T>& r) {
-  std::vector<const void*> p(r.segment_count());
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = r.segment_at(i).data;
-  return p;
-}
-template <class T>
-std::vector<void*> segment_targets(const distributed_span<T>& r) {
-  std::vector<void*> p(r.segment_count());
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = r.segment_at(i).data;
-  return p;
-}
-
 // Different layouts or sets: one exchange of the overlapping pieces (detail/exchange.cuh).
 template <class T>
 void copy_relayout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
   set_state& ss = in.places().state();
   set_state& ds = out.places().state();
   two_set_scope scope(ss, ds, "strata::copy");
-  exchange(ss, segment_sources(in), ds, segment_targets(out), sizeof(T), relayout_pieces(in.partition(), out.partition()));
+  const auto from = segment_data(in);
+  const auto to = segment_data(out);
+  exchange(ss, std::vector<const void*>(from.begin(), from.end()), ds, std::vector<void*>(to.begin(), to.end()),
+           sizeof(T), relayout_pieces(in.partition(), out.partition()));
   if (sync) wait_segments(ds, out.partition());
 }
 

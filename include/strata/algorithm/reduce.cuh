@@ -352,8 +352,7 @@ Acc transform_reduce(const Z& z, Acc init, Op op, F f) {
 template <class RA, class RB, class Acc, class Op, class F,
           class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
 future<Acc> transform_reduce_async(const RA& a, const RB& b, Acc init, Op op, F f) {
-  detail::require_same_layout("strata::transform_reduce", detail::as_span(a), detail::as_span(b));
-  return transform_reduce_async(zip(a, b), init, op, f);
+  return transform_reduce_async(detail::zip_for("strata::transform_reduce", a, b), init, op, f);
 }
 /// Binary transform_reduce, waiting for the value. See the async form.
 template <class RA, class RB, class Acc, class Op, class F,
@@ -500,8 +499,7 @@ bool none_of(const R& r, Pred pred) {
 /// device_set and partition (std::invalid_argument otherwise, before any device work).
 template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
 future<bool> equal_async(const RA& a, const RB& b) {
-  detail::require_same_layout("strata::equal", detail::as_span(a), detail::as_span(b));
-  const auto z = zip(a, b);
+  const auto z = detail::zip_for("strata::equal", a, b);
   return detail::reduce_to_future<bool, std::uint64_t>(
       "strata::equal", z.places(), z.partition(),
       detail::zip_reduce_partial<std::uint64_t, decltype(z), ::cuda::std::plus<std::uint64_t>, detail::not_equal_fn>{
@@ -602,8 +600,7 @@ T transform_reduce(reproducible_t tag, const Z& z, T init, F f) {
 template <class RA, class RB, class T, class F,
           class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
 future<T> transform_reduce_async(reproducible_t tag, const RA& a, const RB& b, T init, F f) {
-  detail::require_same_layout("strata::transform_reduce", detail::as_span(a), detail::as_span(b));
-  return transform_reduce_async(tag, zip(a, b), init, f);
+  return transform_reduce_async(tag, detail::zip_for("strata::transform_reduce", a, b), init, f);
 }
 /// Reproducible binary transform_reduce, waiting for the value.
 template <class RA, class RB, class T, class F,

@@ -71,17 +71,15 @@ struct inclusive_offsets {
   }
 };
 
-// Exclusive offsets: segment j gets init op p0 op ... op p(j-1); the last total is not read.
+// Exclusive offsets: segment j >= 1 gets init op p0 op ... op p(j-1) (segment 0 is seeded
+// with init itself); the last total is not read.
 template <class Acc, class Op>
 struct exclusive_offsets {
   Acc init;
   Op op;
   __device__ void operator()(const slot_table<Acc>& totals, const slot_table<Acc>& offsets) const {
     Acc acc = init;
-    for (int j = 0; j < totals.size; ++j) {
-      *offsets.ptr[j] = acc;
-      if (j + 1 < totals.size) acc = op(acc, *totals.ptr[j]);
-    }
+    for (int j = 1; j < totals.size; ++j) *offsets.ptr[j] = acc = op(acc, *totals.ptr[j - 1]);
   }
 };
 
@@ -107,18 +105,17 @@ void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, cons
         return ordered_total<Acc>(temp, bytes, scan_input(seg.data, tf), slot, seg.count, op, p.stream());
     });
   };
-  // `offset` is the segment's seed read on the device; null for a lone segment, whose seed (if
+  // `offset` is the segment's seed read on the device; null for the first segment, whose seed (if
   // any) is `init` itself.
-  const auto scan = [&](std::size_t i, place_state& p, int j, const Acc* offset) {
+  const auto scan = [&](std::size_t i, place_state& p, const Acc* offset) {
     const auto seg = in.segment_at(i);
     const auto it = scan_input(seg.data, tf);
     auto* dst = out.segment_at(i).data;
     run_cub(p, [&](void* temp, std::size_t& bytes) {
       if constexpr (Kind == scan_kind::exclusive) {
-        (void)j;
         return exclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, offset, init, p.stream());
       } else {
-        if (Kind == scan_kind::inclusive && j == 0) return inclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, p.stream());
+        if (Kind == scan_kind::inclusive && offset == nullptr) return inclusive_scan<Acc>(temp, bytes, it, dst, seg.count, op, p.stream());
         return inclusive_scan_seeded<Acc>(temp, bytes, it, dst, seg.count, op, offset, init, p.stream());
       }
     });

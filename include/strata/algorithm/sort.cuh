@@ -110,15 +110,26 @@ auto sort_order(const Comp& comp) {
 
 /// Where one place's keys (and values) are during a sort: the user's segment and a scratch
 /// buffer of the same size; `cur` says which holds the data now (0: the user's).
+struct no_values {};
+
 template <class K, class V>
 struct sort_buffers {
   K* keys[2] = {nullptr, nullptr};
   V* values[2] = {nullptr, nullptr};
   std::uint64_t count = 0;
   int cur = 0;
-};
 
-struct no_values {};
+  /// Copies elements [offset, offset + n) (keys, and values if any) from buffer `from` to the
+  /// other one, on `stream`.
+  void copy_across(int from, std::uint64_t offset, std::uint64_t n, cudaStream_t stream) const {
+    const int to = 1 - from;
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(keys[to] + offset, keys[from] + offset, n * sizeof(K), cudaMemcpyDeviceToDevice,
+                                      stream));
+    if constexpr (!std::is_same_v<V, no_values>)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(values[to] + offset, values[from] + offset, n * sizeof(V),
+                                        cudaMemcpyDeviceToDevice, stream));
+  }
+};
 
 /// Phase timings and memory of the last sort on this thread, for the benchmarks' breakdown: the
 /// local sorts, the splitter search, and the exchange plus merges (host wall time; each phase
@@ -230,13 +241,12 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
     }
     for (std::size_t i = 0; i < k; ++i) {
       if (mine[i].empty()) continue;
-      place_state& p = *s.places[i];
-      device_guard g(p.device());
-      active_place_scope a(static_cast<int>(i));
-      const std::uint64_t m = mine[i].size();
-      gather_pivots_kernel<<<blocks_for(m), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], position + first[i],
-                                                                   keys + first[i], m);
-      STRATA_CUDA_CHECK(cudaGetLastError());
+      at_place(s, i, [&](place_state& p) {
+        const std::uint64_t m = mine[i].size();
+        gather_pivots_kernel<<<blocks_for(m), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], position + first[i],
+                                                                     keys + first[i], m);
+        STRATA_CUDA_CHECK(cudaGetLastError());
+      });
     }
     wait_segments(s, part);
     for (std::size_t i = 0; i < k; ++i) {
@@ -244,12 +254,11 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
         for (std::uint64_t t = 0; t < n; ++t) counts[i * n + t] = 0;
         continue;
       }
-      place_state& p = *s.places[i];
-      device_guard g(p.device());
-      active_place_scope a(static_cast<int>(i));
-      rank_pivots_kernel<<<blocks_for(n), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], part.count(i), i, keys, owner,
-                                                                position, counts + i * n, n, ord);
-      STRATA_CUDA_CHECK(cudaGetLastError());
+      at_place(s, i, [&](place_state& p) {
+        rank_pivots_kernel<<<blocks_for(n), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], part.count(i), i, keys,
+                                                                  owner, position, counts + i * n, n, ord);
+        STRATA_CUDA_CHECK(cudaGetLastError());
+      });
     }
     wait_segments(s, part);
     // Narrow the windows. Pivot number `at` (in per-place order) is pivots[mine[i][...]].
@@ -320,11 +329,7 @@ void merge_runs(place_state& p, sort_buffers<K, V>& b, std::vector<std::uint64_t
     for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
       const std::uint64_t a0 = runs[r], a1 = runs[r + 1];
       if (r + 2 >= runs.size()) {  // an odd run out: moved along as it is
-        STRATA_CUDA_CHECK(cudaMemcpyAsync(b.keys[to] + a0, b.keys[from] + a0, (a1 - a0) * sizeof(K),
-                                          cudaMemcpyDeviceToDevice, p.stream()));
-        if constexpr (!std::is_same_v<V, no_values>)
-          STRATA_CUDA_CHECK(cudaMemcpyAsync(b.values[to] + a0, b.values[from] + a0, (a1 - a0) * sizeof(V),
-                                            cudaMemcpyDeviceToDevice, p.stream()));
+        b.copy_across(from, a0, a1 - a0, p.stream());
         next.push_back(a1);
         continue;
       }
@@ -345,10 +350,7 @@ void merge_runs(place_state& p, sort_buffers<K, V>& b, std::vector<std::uint64_t
     b.cur = 1 - b.cur;
   }
   if (b.cur != 0) {
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(b.keys[0], b.keys[1], b.count * sizeof(K), cudaMemcpyDeviceToDevice, p.stream()));
-    if constexpr (!std::is_same_v<V, no_values>)
-      STRATA_CUDA_CHECK(
-          cudaMemcpyAsync(b.values[0], b.values[1], b.count * sizeof(V), cudaMemcpyDeviceToDevice, p.stream()));
+    b.copy_across(1, 0, b.count, p.stream());
     b.cur = 0;
   }
 }
@@ -401,17 +403,13 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     }
   };
   try {
-    for (std::size_t i = 0; i < k; ++i) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       sort_buffers<K, V>& b = buf[i];
       b.count = part.count(i);
-      if (b.count == 0) continue;
-      place_state& p = *s.places[i];
       b.keys[0] = keys.segment_at(i).data;
       if constexpr (has_values) b.values[0] = values->segment_at(i).data;
       // One place alone needs no scratch on the comparison path (CUB sorts in place).
       const bool needs_scratch = nonempty > 1 || radix_path_v<K, Comp>;
-      device_guard g(p.device());
-      active_place_scope a(static_cast<int>(i));
       if (needs_scratch) {
         const std::size_t key_bytes = (b.count * sizeof(K) + 255) / 256 * 256;
         char* sc = static_cast<char*>(p.scratch(key_bytes + (has_values ? b.count * sizeof(V) : 0)));
@@ -428,7 +426,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
       }
       const std::uint64_t extra = (needs_scratch ? p.scratch_bytes() : 0) + p.temp_storage_bytes();
       if (extra > prof.peak_extra_bytes) prof.peak_extra_bytes = extra;
-    }
+    });
   } catch (...) {
     for (std::size_t i = 0; i < k; ++i) {
       place_state& p = *s.places[i];
@@ -446,13 +444,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     sort_buffers<K, V>& b = buf[i];
     run_cub(p, [&](void* temp, std::size_t& bytes) { return local_sort(temp, bytes, b, p.stream()); });
-    if (nonempty == 1 && b.cur != 0) {
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(b.keys[0], b.keys[1], b.count * sizeof(K), cudaMemcpyDeviceToDevice, p.stream()));
-      if constexpr (has_values)
-        STRATA_CUDA_CHECK(
-            cudaMemcpyAsync(b.values[0], b.values[1], b.count * sizeof(V), cudaMemcpyDeviceToDevice, p.stream()));
-      b.cur = 0;
-    }
+    if (nonempty == 1) merge_runs(p, b, {0, b.count}, ord);  // one run: back into the user's buffer
   });
   if (nonempty == 1) {
     if (sync) wait_segments(s, part);
@@ -529,11 +521,7 @@ void sort_pairs(const char* name, RK&& k_in, RV&& v_in, Comp comp, bool sync) {
   require_sortable(name, keys);
   require_sortable(name, values);
   require_same_layout(name, keys, values);
-  require_no_partial_overlap(name, keys, values);
-  for (std::size_t i = 0; i < keys.segment_count(); ++i)
-    if (keys.partition().count(i) > 0 &&
-        static_cast<const void*>(keys.segment_at(i).data) == static_cast<const void*>(values.segment_at(i).data))
-      throw std::invalid_argument(std::string(name) + ": the keys and the values are the same range");
+  require_disjoint(name, keys, values);
   sort_impl(name, keys, &values, comp, sync);
 }
 

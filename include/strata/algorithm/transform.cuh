@@ -164,11 +164,18 @@ void for_each_indexed_impl(R&& r_in, F f, bool sync) {
 }
 
 // The public fan-out: f(stream, segment of every range...) per non-empty segment, device current.
-template <class Z, class F>
-void for_each_segment_impl(const Z& z, F& f, bool sync) {
-  elementwise("strata::for_each_segment", z.places(), z.partition(), sync, [&](std::size_t i, place_state& p) {
-    std::apply([&](const auto&... s) { f(p.stream(), s.segment_at(i)...); }, z.spans());
-  });
+// A single range is a zip of one.
+template <class R, class F>
+void for_each_segment_impl(R&& r, F& f, bool sync) {
+  if constexpr (!is_zip_range_v<R>) {
+    const auto s = as_span(r);
+    require_places("strata::for_each_segment", s);
+    for_each_segment_impl(zip_range<std::decay_t<decltype(s)>>(s), f, sync);
+  } else {
+    elementwise("strata::for_each_segment", r.places(), r.partition(), sync, [&](std::size_t i, place_state& p) {
+      std::apply([&](const auto&... s) { f(p.stream(), s.segment_at(i)...); }, r.spans());
+    });
+  }
 }
 
 }  // namespace detail
@@ -311,25 +318,13 @@ void for_each(const Z& z, F f, nosync_t) {
 /// Throws std::invalid_argument for a range without places, strata::cuda_error if the wait fails.
 template <class R, class F, class = std::enable_if_t<is_distributed_range_v<R> || is_zip_range_v<R>>>
 void for_each_segment(R&& r, F f) {
-  if constexpr (is_zip_range_v<R>) {
-    detail::for_each_segment_impl(r, f, true);
-  } else {
-    const auto s = detail::as_span(r);
-    detail::require_places("strata::for_each_segment", s);
-    detail::for_each_segment_impl(zip_range<std::decay_t<decltype(s)>>(s), f, true);
-  }
+  detail::for_each_segment_impl(r, f, true);
 }
 /// As for_each_segment(r, f), returning once `f` has run for every segment, without waiting for
 /// the work it enqueued (see strata::nosync).
 template <class R, class F, class = std::enable_if_t<is_distributed_range_v<R> || is_zip_range_v<R>>>
 void for_each_segment(R&& r, F f, nosync_t) {
-  if constexpr (is_zip_range_v<R>) {
-    detail::for_each_segment_impl(r, f, false);
-  } else {
-    const auto s = detail::as_span(r);
-    detail::require_places("strata::for_each_segment", s);
-    detail::for_each_segment_impl(zip_range<std::decay_t<decltype(s)>>(s), f, false);
-  }
+  detail::for_each_segment_impl(r, f, false);
 }
 
 }  // namespace strata

@@ -27,4 +27,24 @@ class device_guard {
   int current_ = 0;
 };
 
+/// The switch destructors make: `device` current for its lifetime, the caller's device restored
+/// afterwards, every error ignored (a destructor must not throw, and an error there means the
+/// context is already broken). Never throws.
+class quiet_device_switch {
+ public:
+  explicit quiet_device_switch(int device) noexcept : device_(device) {
+    (void)cudaGetDevice(&previous_);
+    if (previous_ != device_) (void)cudaSetDevice(device_);
+  }
+  quiet_device_switch(const quiet_device_switch&) = delete;
+  quiet_device_switch& operator=(const quiet_device_switch&) = delete;
+  ~quiet_device_switch() {
+    if (previous_ >= 0 && previous_ != device_) (void)cudaSetDevice(previous_);
+  }
+
+ private:
+  int device_;
+  int previous_ = -1;
+};
+
 }  // namespace strata::detail

@@ -56,11 +56,17 @@ inline bool places_reach(const set_state& ss, std::size_t i, const set_state& ds
   if (&ss == &ds) return ss.direct[i * ss.size() + j] != 0;
   if (ss.force_host_staging || ds.force_host_staging) return false;
   const int a = ss.places[i]->device(), b = ds.places[j]->device();
-  if (a == b) return true;
-  const auto n = static_cast<std::size_t>(ss.visible_devices);
-  const auto ab = static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b);
-  const auto ba = static_cast<std::size_t>(b) * n + static_cast<std::size_t>(a);
-  return ss.peer[ab] || ss.peer[ba] || ds.peer[ab] || ds.peer[ba];
+  return ss.devices_reach(a, b) || ds.devices_reach(a, b);
+}
+
+/// Copies `bytes` between two buffers that reach each other directly, on `stream` (of the
+/// destination's device): a device copy within one device, a peer copy across two.
+inline void copy_direct(void* to, int to_device, const void* from, int from_device, std::size_t bytes,
+                        cudaStream_t stream) {
+  if (to_device == from_device)
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream));
+  else
+    STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(to, to_device, from, from_device, bytes, stream));
 }
 
 /// Moves every piece from `src[piece.src]` (a buffer on place piece.src of `ss`) to
@@ -84,18 +90,13 @@ inline void exchange(set_state& ss, const std::vector<const void*>& src, set_sta
   for (const piece& p : pieces)
     if (p.count > 0) is_source[p.src] = is_dest[p.dst] = 1;
   // (1) Sources are ready.
-  for (std::size_t i = 0; i < ss.size(); ++i) {
-    if (!is_source[i]) continue;
-    place_state& p = *ss.places[i];
-    device_guard g(p.device());
-    active_place_scope a(static_cast<int>(i));
-    STRATA_CUDA_CHECK(cudaEventRecord(p.exchange_ready(), p.stream()));
-  }
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (is_source[i])
+      at_place(ss, i, [](place_state& p) { STRATA_CUDA_CHECK(cudaEventRecord(p.exchange_ready(), p.stream())); });
   // (2) Destinations pull.
   std::vector<std::vector<std::size_t>> fed(ss.size());
   for (std::size_t j = 0; j < ds.size(); ++j) {
     if (!is_dest[j]) continue;
-    place_state& d = *ds.places[j];
     std::vector<char> waited(ss.size(), 0);
     for (const piece& pc : pieces) {
       if (pc.dst != j || pc.count == 0) continue;
@@ -103,60 +104,47 @@ inline void exchange(set_state& ss, const std::vector<const void*>& src, set_sta
       const auto* from = static_cast<const char*>(src[pc.src]) + pc.src_offset * elem_bytes;
       auto* to = static_cast<char*>(dst[j]) + pc.dst_offset * elem_bytes;
       const std::size_t bytes = pc.count * elem_bytes;
-      if (!waited[pc.src]) {
-        waited[pc.src] = 1;
-        fed[pc.src].push_back(j);
-        if (&s != &d) {
-          device_guard g(d.device());
-          active_place_scope a(static_cast<int>(j));
-          STRATA_CUDA_CHECK(cudaStreamWaitEvent(d.stream(), s.exchange_ready(), 0));
-        }
-      }
+      const bool first_from_source = !waited[pc.src];
+      waited[pc.src] = 1;
+      if (first_from_source) fed[pc.src].push_back(j);
       if (places_reach(ss, pc.src, ds, j)) {
-        device_guard g(d.device());
-        active_place_scope a(static_cast<int>(j));
-        if (s.device() == d.device())
-          STRATA_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, d.stream()));
-        else
-          STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(to, d.device(), from, s.device(), bytes, d.stream()));
+        at_place(ds, j, [&](place_state& d) {
+          if (first_from_source && &s != &d) STRATA_CUDA_CHECK(cudaStreamWaitEvent(d.stream(), s.exchange_ready(), 0));
+          copy_direct(to, d.device(), from, s.device(), bytes, d.stream());
+        });
         continue;
       }
+      if (first_from_source)
+        at_place(ds, j, [&](place_state& d) { STRATA_CUDA_CHECK(cudaStreamWaitEvent(d.stream(), s.exchange_ready(), 0)); });
       // Staged through the source set's pinned ring, chunk by chunk.
       staging_ring& ring = ss.staging();
       for (std::size_t done = 0; done < bytes; done += ring.chunk_bytes) {
         const std::size_t n = std::min(ring.chunk_bytes, bytes - done);
         const std::size_t slot = ring.next++ % staging_ring::slots;
         char* buffer = ring.slot(slot);
-        {
-          device_guard g(s.device());
-          active_place_scope a(static_cast<int>(pc.src));
-          if (ring.free[slot] != nullptr) STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.stream(), ring.free[slot], 0));
-          STRATA_CUDA_CHECK(cudaMemcpyAsync(buffer, from + done, n, cudaMemcpyDeviceToHost, s.stream()));
-          STRATA_CUDA_CHECK(cudaEventRecord(s.staging_event(slot), s.stream()));
-        }
-        device_guard g(d.device());
-        active_place_scope a(static_cast<int>(j));
-        STRATA_CUDA_CHECK(cudaStreamWaitEvent(d.stream(), s.staging_event(slot), 0));
-        STRATA_CUDA_CHECK(cudaMemcpyAsync(to + done, buffer, n, cudaMemcpyHostToDevice, d.stream()));
-        STRATA_CUDA_CHECK(cudaEventRecord(d.staging_event(staging_ring::slots + slot), d.stream()));
-        ring.free[slot] = d.staging_event(staging_ring::slots + slot);
+        at_place(ss, pc.src, [&](place_state& sp) {
+          if (ring.free[slot] != nullptr) STRATA_CUDA_CHECK(cudaStreamWaitEvent(sp.stream(), ring.free[slot], 0));
+          STRATA_CUDA_CHECK(cudaMemcpyAsync(buffer, from + done, n, cudaMemcpyDeviceToHost, sp.stream()));
+          STRATA_CUDA_CHECK(cudaEventRecord(sp.staging_event(slot), sp.stream()));
+        });
+        at_place(ds, j, [&](place_state& d) {
+          STRATA_CUDA_CHECK(cudaStreamWaitEvent(d.stream(), s.staging_event(slot), 0));
+          STRATA_CUDA_CHECK(cudaMemcpyAsync(to + done, buffer, n, cudaMemcpyHostToDevice, d.stream()));
+          STRATA_CUDA_CHECK(cudaEventRecord(d.staging_event(staging_ring::slots + slot), d.stream()));
+          ring.free[slot] = d.staging_event(staging_ring::slots + slot);
+        });
       }
     }
-    device_guard g(d.device());
-    active_place_scope a(static_cast<int>(j));
-    STRATA_CUDA_CHECK(cudaEventRecord(d.exchange_done(), d.stream()));
+    at_place(ds, j, [](place_state& d) { STRATA_CUDA_CHECK(cudaEventRecord(d.exchange_done(), d.stream())); });
   }
   // (3) Sources wait for their readers.
-  for (std::size_t i = 0; i < ss.size(); ++i) {
-    place_state& s = *ss.places[i];
+  for (std::size_t i = 0; i < ss.size(); ++i)
     for (std::size_t j : fed[i]) {
       place_state& d = *ds.places[j];
-      if (&s == &d) continue;
-      device_guard g(s.device());
-      active_place_scope a(static_cast<int>(i));
-      STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.stream(), d.exchange_done(), 0));
+      at_place(ss, i, [&](place_state& s) {
+        if (&s != &d) STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.stream(), d.exchange_done(), 0));
+      });
     }
-  }
 }
 
 }  // namespace strata::detail

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace strata {
 
@@ -86,6 +87,25 @@ void require_no_partial_overlap(const char* algo, const distributed_span<A>& in,
   }
 }
 
+/// Checks that two ranges share no memory at all (not even as the very same range, which
+/// require_no_partial_overlap allows for in-place work); std::invalid_argument otherwise.
+template <class A, class B>
+void require_disjoint(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
+  require_no_partial_overlap(algo, a, b);
+  for (std::size_t i = 0; i < a.segment_count() && i < b.segment_count(); ++i)
+    if (a.partition().count(i) > 0 &&
+        static_cast<const void*>(a.segment_at(i).data) == static_cast<const void*>(b.segment_at(i).data))
+      throw std::invalid_argument(algo_name(algo) + ": the two ranges are the same range; they must not share memory");
+}
+
+/// The segments' data pointers, in place order.
+template <class T>
+std::vector<T*> segment_data(const distributed_span<T>& r) {
+  std::vector<T*> d(r.segment_count());
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = r.segment_at(i).data;
+  return d;
+}
+
 /// Runs a CUB-style two-phase call `call(temp, bytes)` on place `p` (its device current): asks
 /// for the temp size, takes the place's cached buffer, runs.
 template <class Call>
@@ -100,13 +120,8 @@ void run_cub(place_state& p, Call&& call) {
 /// current, in place order. Every launch is enqueued; nothing waits.
 template <class F>
 void for_each_segment(set_state& s, const partition& part, F&& f) {
-  for (std::size_t i = 0; i < part.places(); ++i) {
-    if (part.count(i) == 0) continue;
-    place_state& p = *s.places[i];
-    device_guard g(p.device());
-    active_place_scope a(static_cast<int>(i));
-    f(i, p);
-  }
+  for (std::size_t i = 0; i < part.places(); ++i)
+    if (part.count(i) > 0) at_place(s, i, [&](place_state& p) { f(i, p); });
 }
 
 /// Waits for every place that has a non-empty segment of `part`.

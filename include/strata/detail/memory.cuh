@@ -47,12 +47,9 @@ inline void* device_allocate(int device, std::size_t bytes) {
 /// destructors); an error here means the context is already broken.
 inline void device_free(int device, void* p) noexcept {
   if (p == nullptr) return;
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device) (void)cudaSetDevice(device);
+  quiet_device_switch on(device);
   (void)cudaFree(p);
   counters().device_frees.fetch_add(1, std::memory_order_relaxed);
-  if (previous >= 0 && previous != device) (void)cudaSetDevice(previous);
 }
 
 /// A device allocation owned by one call (scratch space): freed, with its device current, when it
@@ -73,13 +70,8 @@ class device_buffer {
   device_buffer& operator=(const device_buffer&) = delete;
   ~device_buffer() {
     if (p_ == nullptr) return;
-    {
-      int previous = -1;
-      (void)cudaGetDevice(&previous);
-      if (previous != device_) (void)cudaSetDevice(device_);
-      (void)cudaStreamSynchronize(stream_);
-      if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
-    }
+    quiet_device_switch on(device_);
+    (void)cudaStreamSynchronize(stream_);
     device_free(device_, p_);
   }
   void* get() const noexcept { return p_; }

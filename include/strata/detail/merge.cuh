@@ -319,11 +319,12 @@ struct offsets_task {
   __device__ void operator()() const { fold(totals, offsets); }
 };
 
-/// A reduce-then-scan over one partition. With one non-empty segment, `scan(i, place, 0,
-/// nullptr)` runs alone (a plain CUB scan). Otherwise: `total(i, place, out)` writes each
-/// segment's total (gathered on the root), `fold(totals, offsets)` computes on the root the
-/// offset of the j-th segment into offsets.ptr[j] (a slot the place reaches), and
-/// `scan(i, place, j, offset_ptr)` runs once its place has waited for the offsets.
+/// A reduce-then-scan over one partition. `total(i, place, out)` writes each segment's total
+/// (gathered on the root), `fold(totals, offsets)` computes on the root the offset of the j-th
+/// non-empty segment into offsets.ptr[j] for j >= 1 (a slot the place reaches), and
+/// `scan(i, place, offset_ptr)` runs once its place has waited for the offsets. The first
+/// non-empty segment has no predecessor: its `offset_ptr` is null (and a lone segment runs
+/// alone, without totals: a plain CUB scan).
 /// No offset depends on the last segment's total, so it is not computed (that place reads its
 /// segment once instead of twice) and `fold` must not read totals.ptr[totals.size - 1].
 template <class P, class Total, class Fold, class Scan>
@@ -336,7 +337,7 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
     }
   if (nonempty == 0) return;
   if (nonempty == 1) {
-    for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, 0, static_cast<const P*>(nullptr)); });
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, static_cast<const P*>(nullptr)); });
     return;
   }
   // The last place still joins the gather with nothing to compute: the root's wait on it orders
@@ -351,7 +352,7 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
   int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
-    scan(i, p, j, static_cast<const P*>(offsets.ptr[j]));
+    scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
     ++j;
   });
 }

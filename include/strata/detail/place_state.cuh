@@ -31,9 +31,7 @@ class place_state {
   // Runs with the owning device current; waits for the stream so no kernel still uses the
   // temporary storage when it is freed. Never throws.
   ~place_state() {
-    int previous = -1;
-    (void)cudaGetDevice(&previous);
-    if (previous != device_) (void)cudaSetDevice(device_);
+    quiet_device_switch on(device_);
     (void)cudaStreamSynchronize(stream_);
     for (void* p : {temp_, scratch_})
       if (p != nullptr) {
@@ -44,7 +42,6 @@ class place_state {
     for (cudaEvent_t e : lazy_events_)
       if (e != nullptr) (void)cudaEventDestroy(e);
     (void)cudaStreamDestroy(stream_);
-    if (previous >= 0 && previous != device_) (void)cudaSetDevice(previous);
   }
 
   int device() const noexcept { return device_; }

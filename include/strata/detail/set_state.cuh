@@ -55,13 +55,10 @@ class set_state {
     // Places first (they drain their streams), then what the root owned.
     places.clear();
     graphs.clear();
-    if (!root_events_.empty() || merge_dev_ != nullptr) {
-      int previous = -1;
-      (void)cudaGetDevice(&previous);
-      if (previous != root_device_) (void)cudaSetDevice(root_device_);
+    if (!root_events_.empty() || merge_done_ != nullptr) {
+      quiet_device_switch on(root_device_);
       for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
       if (merge_done_ != nullptr) (void)cudaEventDestroy(merge_done_);
-      if (previous >= 0 && previous != root_device_) (void)cudaSetDevice(previous);
     }
     device_free(root_device_, merge_dev_);
     pinned_free(merge_host_);
@@ -88,6 +85,12 @@ class set_state {
   std::shared_ptr<const void> measured_topology;
 
   std::size_t size() const noexcept { return places.size(); }
+  /// True if memory of device `b` is reached from device `a` without the host: the same device,
+  /// or peer access that this set enabled from a to b. (Forced host staging is applied on top, in
+  /// `direct` and in the exchange.)
+  bool devices_reach(int a, int b) const noexcept {
+    return a == b || peer[static_cast<std::size_t>(a) * static_cast<std::size_t>(visible_devices) + b] != 0;
+  }
   /// Waits for every place's stream, each with its device current. Call with call_mutex held (a
   /// wait on a stream that another thread's call is capturing would break the capture). Throws
   /// strata::cuda_error if work on a place failed.
@@ -199,6 +202,17 @@ class set_state {
   std::vector<cudaEvent_t> root_events_;
   std::vector<result_slot> free_slots_;
 };
+
+/// Runs `f(place)` for place `i` of `s` with its device current and the place marked as the one
+/// this thread works for (fault injection attributes failures to it): the one way Strata enqueues
+/// work on a place.
+template <class F>
+decltype(auto) at_place(set_state& s, std::size_t i, F&& f) {
+  place_state& p = *s.places[i];
+  device_guard g(p.device());
+  active_place_scope a(static_cast<int>(i));
+  return f(p);
+}
 
 /// One call on a set (an algorithm, element access, synchronize): an NVTX range named after it
 /// and the set's call lock, held while the call's work is enqueued, so calls from several host
