@@ -47,7 +47,10 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   cs=$(strata_sanitizer)
   tools=(memcheck racecheck initcheck synccheck)
   names=("${sanitize_names[@]}")
-  logs=$(mktemp -d)
+  # Each run's log lands in OUT_DIR/sanitize-runs as it finishes, so a sweep cut short by a
+  # device-call limit still reports the runs it completed.
+  logs="$out/sanitize-runs"
+  mkdir -p "$logs"
   # One (tool, binary) run per job, STRATA_SANITIZE_JOBS at a time. One at a time by default
   # (about 1.5-2.5 min): with 12 side by side (about 60-80 s) the tools misbehaved in 5 of 14
   # sweeps (lost kernel launches, hangs, reports on data that read back right, and initcheck
@@ -93,7 +96,6 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
       [ "$rc" -ne 0 ] && status=1
     done
   done
-  rm -rf "$logs"
   echo "sanitizer sweep: $((SECONDS - start)) s"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Internal Sanitizer Error" "$out/sanitize.log" | sort | uniq -c
 elif [ $status -eq 0 ]; then

@@ -34,15 +34,22 @@ repro_acc sequential(const std::vector<double>& v) {
   return a;
 }
 
-// The same elements, cut into random groups, each summed in random order, then the groups
-// combined in random order: what any partition and any reduction tree does.
+// The same elements, cut into random groups, each summed in random order (by a running
+// accumulator, as one GPU thread sums its elements, or element by element), then the groups
+// combined in random order: what any partition, any grid and any reduction tree does.
 repro_acc grouped(std::vector<double> v, std::mt19937_64& g) {
   std::shuffle(v.begin(), v.end(), g);
   std::vector<repro_acc> parts;
   for (std::size_t at = 0; at < v.size();) {
     const std::size_t len = 1 + g() % (v.size() - at);
     repro_acc a = repro_zero();
-    for (std::size_t i = at; i < at + len; ++i) a = repro_combine(repro_of(v[i]), a);
+    if (g() & 1) {
+      strata::detail::repro_thread t;
+      for (std::size_t i = at; i < at + len; ++i) t.add(v[i]);
+      a = t.get();
+    } else {
+      for (std::size_t i = at; i < at + len; ++i) a = repro_combine(repro_of(v[i]), a);
+    }
     parts.push_back(a);
     at += len;
   }
@@ -86,6 +93,21 @@ TEST(Reproducible, SameBitsForAnyGroupingAndOrder) {
 
 // Values within 80 bits of each other (under the four kept windows): the sum is exact before the
 // final rounding, so cancelling pairs vanish and a small exact remainder survives.
+// A running accumulator whose top rises with almost every element (ascending magnitudes, across
+// the scaled tops near the largest doubles) holds what the elements deposit with the final top.
+TEST(Reproducible, RunningAccumulatorRaisesExactly) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int lo : {-1070, -300, 600, 900}) {
+    auto v = wide_data(3000, lo, 1023, g);
+    std::sort(v.begin(), v.end(), [](double a, double b) { return std::fabs(a) < std::fabs(b); });
+    strata::detail::repro_thread t;
+    for (double x : v) t.add(x);
+    const repro_acc a = t.get(), ref = sequential(v);
+    ASSERT_EQ(a.top, ref.top);
+    for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a.w[w], ref.w[w]) << "window " << w << ", from 2^" << lo;
+  }
+}
+
 TEST(Reproducible, ExactWhenTheDataSpansFewerBitsThanTheWindows) {
   std::mt19937_64 g(std::random_device{}());
   for (int trial = 0; trial < 100; ++trial) {
@@ -139,9 +161,11 @@ TEST(Reproducible, RoundsOnceToNearestEven) {
   // Float: once from the exact sum, not through double.
   EXPECT_EQ(repro_round<float>(sum({1.0, std::ldexp(1.0, -24)})), 1.0f);
   EXPECT_EQ(repro_round<float>(sum({1.0, std::ldexp(1.0, -24), std::ldexp(1.0, -60)})), 1.0f + std::ldexp(1.0f, -23));
-  // Subnormals are exact; overflow goes to infinity.
-  const double tiny = std::numeric_limits<double>::denorm_min();
+  // Subnormals from 2^-1072 up are exact (smaller ones are below the lowest window); overflow goes
+  // to infinity.
+  const double tiny = std::ldexp(1.0, -1072) * 3;
   EXPECT_EQ(repro_round<double>(sum({tiny, tiny, tiny})), 3 * tiny);
+  EXPECT_EQ(repro_round<double>(sum({std::numeric_limits<double>::denorm_min()})), 0.0);
   EXPECT_EQ(repro_round<double>(sum({1.5e308, 1.5e308})), std::numeric_limits<double>::infinity());
   EXPECT_EQ(repro_round<double>(sum({-1.5e308, -1.5e308})), -std::numeric_limits<double>::infinity());
   EXPECT_EQ(repro_round<float>(sum({3e38, 3e38})), std::numeric_limits<float>::infinity());

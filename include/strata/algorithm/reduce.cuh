@@ -554,44 +554,68 @@ struct fold_repro {
   }
 };
 
+// The partial of a reproducible sum over a zip (a single range is a zip of one): Strata's own
+// kernels (repro.cuh) over the segment, in the place's temp storage, the block accumulators
+// combined by one more block into *out.
+template <class Z, class F>
+struct repro_partial {
+  const Z& z;
+  F f;
+  void operator()(std::size_t i, place_state& p, repro_acc* out) const {
+    const auto g = make_zip_apply(zip_pointers(z, i), f);
+    const std::uint64_t n = z.partition().count(i);
+    int sms = 0;
+    STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, p.device()));
+    const unsigned blocks = repro_grid(n, sms);
+    run_cub(p, [&](void* temp, std::size_t& bytes) -> cudaError_t {
+      if (temp == nullptr) {
+        bytes = blocks * sizeof(repro_acc);
+        return cudaSuccess;
+      }
+      auto* partials = static_cast<repro_acc*>(temp);
+      repro_blocks_kernel<<<blocks, repro_block, 0, p.stream()>>>(g, n, partials);
+      repro_fold_kernel<<<1, repro_block, 0, p.stream()>>>(partials, blocks, out);
+      return cudaGetLastError();
+    });
+  }
+  bool append_key(call_key& key) const {
+    key.add_type(typeid(repro_partial));
+    std::apply([&](const auto&... s) { (add_span_key(key, s), ...); }, z.spans());
+    return add_state_key(key, f);
+  }
+};
+
 }  // namespace detail
 
-/// Asynchronous reproducible transform_reduce: `init + f(x0) + f(x1) + ...`, rounded once, the same
-/// bits for any layout (see strata::reproducible). `T` is float or double; `f` returns something
-/// convertible to double. Throws std::invalid_argument for a range without places or of more than
-/// 2^33 elements, strata::cuda_error for CUDA failures.
-template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
-future<T> transform_reduce_async(reproducible_t, const R& r_in, T init, F f) {
-  const auto r = detail::as_span(r_in);
-  const auto& set = detail::require_places("strata::transform_reduce", r);
-  detail::require_reproducible<T>("strata::transform_reduce", r.size());
-  return detail::reduce_to_future<T, detail::repro_acc>(
-      "strata::transform_reduce", set, r.partition(),
-      detail::make_reduce_partial<detail::repro_acc>(r, detail::repro_combine_fn{}, detail::repro_of_result<F>{f}),
-      detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
-}
-/// Reproducible transform_reduce, waiting for the value (see the async form).
-template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
-T transform_reduce(reproducible_t tag, const R& r, T init, F f) {
-  return transform_reduce_async(tag, r, init, f).get();
-}
-
 /// Asynchronous reproducible n-ary transform_reduce over a zip: `init + f(a0, b0, ...) + ...`,
-/// rounded once (see strata::reproducible); `reproducible` dot products are
-/// `transform_reduce(reproducible, zip(a, b), 0.0, mul)`.
+/// rounded once, the same bits for any layout (see strata::reproducible); `reproducible` dot
+/// products are `transform_reduce(reproducible, zip(a, b), 0.0, mul)`. `T` is float or double; `f`
+/// returns something convertible to double. Throws std::invalid_argument for ranges without places
+/// or of more than 2^33 elements, strata::cuda_error for CUDA failures.
 template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
 future<T> transform_reduce_async(reproducible_t, const Z& z, T init, F f) {
   detail::require_reproducible<T>("strata::transform_reduce", z.size());
-  return detail::reduce_to_future<T, detail::repro_acc>(
-      "strata::transform_reduce", z.places(), z.partition(),
-      detail::zip_reduce_partial<detail::repro_acc, Z, detail::repro_combine_fn, detail::repro_of_result<F>>{
-          z, detail::repro_combine_fn{}, detail::repro_of_result<F>{f}},
-      detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
+  return detail::reduce_to_future<T, detail::repro_acc>("strata::transform_reduce", z.places(), z.partition(),
+                                                       detail::repro_partial<Z, F>{z, f},
+                                                       detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
 }
 /// Reproducible n-ary transform_reduce over a zip, waiting for the value.
 template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>
 T transform_reduce(reproducible_t tag, const Z& z, T init, F f) {
   return transform_reduce_async(tag, z, init, f).get();
+}
+
+/// Asynchronous reproducible transform_reduce: `init + f(x0) + f(x1) + ...`, rounded once (see the
+/// zip form).
+template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
+future<T> transform_reduce_async(reproducible_t tag, const R& r, T init, F f) {
+  detail::require_places("strata::transform_reduce", detail::as_span(r));
+  return transform_reduce_async(tag, detail::zip_for("strata::transform_reduce", r), init, f);
+}
+/// Reproducible transform_reduce, waiting for the value (see the async form).
+template <class R, class T, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
+T transform_reduce(reproducible_t tag, const R& r, T init, F f) {
+  return transform_reduce_async(tag, r, init, f).get();
 }
 
 /// Asynchronous reproducible binary transform_reduce (a dot product with `f = a * b`):

@@ -1,12 +1,26 @@
-// The exact accumulator behind strata::reproducible sums. A double is an integer m < 2^53 times
-// a power of two; on a fixed grid of 30-bit windows of bit positions (window w holds bits
-// [30w, 30w + 30) of x * 2^1074) it splits exactly into at most three integer chunks. The
-// accumulator keeps the integer sums of the four windows at and below the highest window any of
-// its elements reached, dropping whole windows below. Adding integers is associative and
-// commutative, and which windows are dropped depends only on the highest window of all the
-// elements, so the result is the same for any grouping and order of the same elements: any number
-// of places, any partition, any CUB reduction tree. It is rounded once, at the end.
+// The exact accumulator behind strata::reproducible sums (the idea of Demmel and Nguyen's binned
+// summation, ReproBLAS, on a fixed grid). Bit positions are cut into 30-bit windows: window w has
+// the unit u_w = 2^(30w - 1072). An accumulator with top window T holds, for windows T-3..T, the
+// exact integer sum (in units u_w) of what its elements deposited there. T is the smallest window
+// >= 3 with |x| < 2^29 u_T for every element x. An element x is deposited from the top down: at
+// window T it leaves d_T = x rounded to a multiple of u_T (to nearest, a tie away from zero), the
+// remainder x - d_T (exact, |.| <= u_T / 2) goes on to window T-1, and so on; what is left below
+// u_(T-3) / 2 is dropped. An element below 2^29 u_T deposits 0 in every window above T, so an
+// accumulator raised to a higher top (its lowest windows dropped) holds exactly what its elements
+// would have deposited with that top. Window sums are integers: adding them is associative and
+// commutative, and the top depends only on the largest element, so the result is the same for any
+// grouping and order of the same elements: any number of places, any partition, any grid of
+// threads. It is rounded once, at the end.
+//
+// The deposits run in double arithmetic on a thread's running accumulator (repro_thread): window
+// k's running value is 1.5 * 2^52 * u_k plus the deposits, so adding (x with its lowest bit set)
+// rounds x to a multiple of u_k, ties away from zero whatever the running value, and the difference
+// is exact (a few floating-point additions per window and element, no integer work: the
+// memory-bound sum hides them). Tops from 60 up work in units scaled by 2^-64 so that no running
+// value overflows; elements too small for that scaling to be exact deposit nothing at such tops.
 #pragma once
+
+#include <cub/block/block_reduce.cuh>
 
 #include <cuda/std/limits>
 
@@ -18,11 +32,15 @@
 namespace strata::detail {
 
 /// Integer window sums of a reproducible floating-point sum. `w[k]` holds window `top - 3 + k`;
-/// `top` is -1 for an accumulator without finite non-zero elements; `special` records infinities
+/// `top` is -1 for an accumulator without finite elements; `special` records infinities
 /// (bit 0: +inf, bit 1: -inf) and NaNs (bit 2).
 struct repro_acc {
   static constexpr int window_bits = 30;
   static constexpr int windows = 4;
+  static constexpr int unit0 = -1072;  ///< window w's unit is 2^(30w + unit0)
+  static constexpr int min_top = 3;
+  static constexpr int scaled_top = 60;  ///< tops from here on run in units scaled by 2^-scale_bits
+  static constexpr int scale_bits = 64;
   std::int64_t w[windows];
   std::int32_t top;
   std::uint32_t special;
@@ -35,43 +53,111 @@ __host__ __device__ inline repro_acc repro_zero() {
   return a;
 }
 
-/// The accumulator of one double: its chunks in the windows at and below its highest non-zero one.
-__host__ __device__ inline repro_acc repro_of(double x) {
-  repro_acc a = repro_zero();
+/// The smallest top window T (>= 3) with |x| < 2^29 u_T, for a finite x.
+__host__ __device__ inline int repro_top_of(double x) {
   std::uint64_t u;
   ::memcpy(&u, &x, sizeof u);
-  const bool negative = (u >> 63) != 0;
   const int e = static_cast<int>((u >> 52) & 0x7ff);
-  const std::uint64_t f = u & ((std::uint64_t{1} << 52) - 1);
-  if (e == 0x7ff) {
-    a.special = f != 0 ? 4u : (negative ? 2u : 1u);
-    return a;
-  }
-  if (e == 0 && f == 0) return a;
-  // x = m * 2^(L - 1074): the lowest bit of m sits at grid position L.
-  const std::uint64_t m = e != 0 ? (f | (std::uint64_t{1} << 52)) : f;
-  const int L = e != 0 ? e - 1 : 0;
-  const int wl = L / repro_acc::window_bits, r = L % repro_acc::window_bits;
-  const std::uint64_t lo = m << r, hi = r != 0 ? m >> (64 - r) : 0;
-  constexpr std::uint64_t mask = (std::uint64_t{1} << repro_acc::window_bits) - 1;
-  std::int64_t c[3] = {static_cast<std::int64_t>(lo & mask), static_cast<std::int64_t>((lo >> 30) & mask),
-                       static_cast<std::int64_t>((lo >> 60) | (hi << 4))};
-  const int top = wl + (c[2] != 0 ? 2 : (c[1] != 0 ? 1 : 0));
-  a.top = top;
-  // Window wl + j goes to slot (wl + j) - (top - 3).
-#pragma unroll
-  for (int k = 0; k < repro_acc::windows; ++k) {
-    std::int64_t v = 0;
-#pragma unroll
-    for (int j = 0; j < 3; ++j)
-      if (wl + j - (top - 3) == k) v = c[j];
-    a.w[k] = negative ? -v : v;
-  }
-  return a;
+  // |x| < 2^(b + 1) with b = e - 1023 (normal) or -1023 (zero, subnormal: |x| < 2^-1022).
+  const int b = (e != 0 ? e : 1) - 1023;
+  // b + 1 <= 30T - 1043  <=>  T >= (b + 1044) / 30
+  const int need = b + 1044;
+  const int t = need <= 0 ? 0 : (need + 29) / 30;
+  return t < repro_acc::min_top ? repro_acc::min_top : t;
 }
 
+/// x with the lowest bit of its significand set.
+__host__ __device__ inline double repro_or1(double x) {
+  std::uint64_t u;
+  ::memcpy(&u, &x, sizeof u);
+  u |= 1;
+  ::memcpy(&x, &u, sizeof u);
+  return x;
+}
+
+/// A thread's running accumulator: deposits in double arithmetic (see the file comment), turned
+/// into a repro_acc at the end. `s[k]` runs window top - k.
+struct repro_thread {
+  double s[repro_acc::windows];
+  double limit;  // 2^29 u_top (scaled): an element at or above it raises the top (or is inf/NaN)
+  double scale;  // 1, or 2^-64 from scaled_top up
+  int top;
+  std::uint32_t special;
+
+  __host__ __device__ repro_thread() : s{}, limit(0), scale(1), top(-1), special(0) {}
+
+  // log2 of window (top - k)'s unit as the running values hold it.
+  __host__ __device__ __forceinline__ int unit_exp(int k) const {
+    return repro_acc::window_bits * (top - k) + repro_acc::unit0 - (top >= repro_acc::scaled_top ? repro_acc::scale_bits : 0);
+  }
+
+  /// Sets the windows from an accumulator whose top is this thread's (every |w| < 2^51).
+  __host__ __device__ __forceinline__ void load(const repro_acc& a) {
+    scale = top >= repro_acc::scaled_top ? ::ldexp(1.0, -repro_acc::scale_bits) : 1.0;
+    // (unscaled: it meets the element before the scaling; infinite from the top that holds every double)
+    limit = ::ldexp(1.0, repro_acc::window_bits * top + repro_acc::unit0 + 29);
+#pragma unroll
+    for (int k = 0; k < repro_acc::windows; ++k) {
+      const int e = unit_exp(k);
+      s[k] = ::ldexp(1.5, e + 52) + ::ldexp(static_cast<double>(a.w[repro_acc::windows - 1 - k]), e);
+    }
+  }
+
+  /// The exact window sums.
+  __host__ __device__ __forceinline__ repro_acc get() const {
+    repro_acc a = repro_zero();
+    a.special = special;
+    if (top < 0) return a;
+    a.top = top;
+#pragma unroll
+    for (int k = 0; k < repro_acc::windows; ++k) {
+      const int e = unit_exp(k);
+      // s[k] and its base lie in one binade: the difference is exact, and an integer in units.
+      a.w[repro_acc::windows - 1 - k] = static_cast<std::int64_t>(::ldexp(s[k] - ::ldexp(1.5, e + 52), -e));
+    }
+    return a;
+  }
+
+  // The rare path: an infinity or NaN, or an element that needs a higher top.
+  __host__ __device__ __forceinline__ bool admit(double x) {
+    if (x != x) {
+      special |= 4u;
+      return false;
+    }
+    if (x == cuda::std::numeric_limits<double>::infinity()) {
+      special |= 1u;
+      return false;
+    }
+    if (x == -cuda::std::numeric_limits<double>::infinity()) {
+      special |= 2u;
+      return false;
+    }
+    const int t = repro_top_of(x);
+    if (t > top) raise(t);
+    return true;
+  }
+
+  __host__ __device__ __forceinline__ void raise(int t);
+
+  /// Deposits one element. Running values stay exact for 2^21 deposits (each is at most
+  /// 2^29 units of its window, the running value may move 2^50 units): callers give a thread no
+  /// more elements than that.
+  __host__ __device__ __forceinline__ void add(double x) {
+    if (!(::fabs(x) < limit) && !admit(x)) return;
+    x *= scale;
+#pragma unroll
+    for (int k = 0; k < repro_acc::windows - 1; ++k) {
+      const double q = s[k] + repro_or1(x);
+      const double d = q - s[k];
+      s[k] = q;
+      x -= d;
+    }
+    s[repro_acc::windows - 1] += repro_or1(x);
+  }
+};
+
 /// `a` re-expressed with its highest window at `t` >= a.top: windows below t - 3 are dropped.
-__host__ __device__ inline repro_acc repro_raise(const repro_acc& a, int t) {
+__host__ __device__ __forceinline__ repro_acc repro_raise(const repro_acc& a, int t) {
   if (a.top == t) return a;
   repro_acc b = a;
   b.top = t;
@@ -87,8 +173,21 @@ __host__ __device__ inline repro_acc repro_raise(const repro_acc& a, int t) {
   return b;
 }
 
+__host__ __device__ __forceinline__ void repro_thread::raise(int t) {
+  const repro_acc a = repro_raise(get(), t);
+  top = t;
+  load(a);
+}
+
+/// The accumulator of one element.
+__host__ __device__ __forceinline__ repro_acc repro_of(double x) {
+  repro_thread t;
+  t.add(x);
+  return t.get();
+}
+
 /// The accumulator of the elements of both: exact, associative and commutative.
-__host__ __device__ inline repro_acc repro_combine(const repro_acc& a, const repro_acc& b) {
+__host__ __device__ __forceinline__ repro_acc repro_combine(const repro_acc& a, const repro_acc& b) {
   const int t = a.top > b.top ? a.top : b.top;
   const repro_acc x = repro_raise(a, t), y = repro_raise(b, t);
   repro_acc s;
@@ -158,7 +257,7 @@ __host__ __device__ T repro_round(const repro_acc& a) {
     if ((v[i / 64] >> (i % 64)) & 1) p = i;
   if (p < 0) return T(0);
   // Bit i of V weighs 2^(i + base).
-  const int base = 30 * (a.top - 3) - 1074;
+  const int base = repro_acc::window_bits * (a.top - 3) + repro_acc::unit0;
   constexpr int digits = std::is_same_v<T, double> ? 53 : 24;
   constexpr int min_exp = std::is_same_v<T, double> ? -1074 : -149;  // weight of the smallest subnormal
   int lsb = p - (digits - 1);
@@ -185,15 +284,55 @@ struct repro_combine_fn {
   __host__ __device__ repro_acc operator()(const repro_acc& a, const repro_acc& b) const { return repro_combine(a, b); }
 };
 
-/// The per-element transform of a reproducible sum: f's result, widened to double (exactly, for
-/// float), as an accumulator.
-template <class F>
-struct repro_of_result {
-  F f;
-  template <class... X>
-  __host__ __device__ repro_acc operator()(const X&... x) const {
-    return repro_of(static_cast<double>(f(x...)));
+// ---- the per-segment kernels ----------------------------------------------------------
+
+inline constexpr int repro_block = 256;
+/// The most elements one thread of repro_blocks_kernel may deposit (see repro_thread::add).
+inline constexpr std::uint64_t repro_max_per_thread = std::uint64_t{1} << 21;
+
+/// Every block's accumulator of the terms g(0) .. g(n - 1) (each converted to double), over a
+/// grid-stride loop four terms deep. The result does not depend on the grid.
+template <class G>
+__global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uint64_t n, repro_acc* out) {
+  repro_thread t;
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * repro_block;
+  std::uint64_t i = std::uint64_t{blockIdx.x} * repro_block + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const double x0 = static_cast<double>(g(i)), x1 = static_cast<double>(g(i + stride));
+    const double x2 = static_cast<double>(g(i + 2 * stride)), x3 = static_cast<double>(g(i + 3 * stride));
+    t.add(x0);
+    t.add(x1);
+    t.add(x2);
+    t.add(x3);
   }
-};
+  for (; i < n; i += stride) t.add(static_cast<double>(g(i)));
+  using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const repro_acc a = block_reduce(temp).Reduce(t.get(), repro_combine_fn{});
+  if (threadIdx.x == 0) out[blockIdx.x] = a;
+}
+
+/// *out = the accumulators in[0 .. n) combined (one block).
+template <int = 0>
+__global__ void __launch_bounds__(repro_block) repro_fold_kernel(const repro_acc* in, unsigned n, repro_acc* out) {
+  repro_acc a = repro_zero();
+  for (unsigned j = threadIdx.x; j < n; j += repro_block) a = repro_combine(a, in[j]);
+  using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
+  __shared__ typename block_reduce::TempStorage temp;
+  const repro_acc r = block_reduce(temp).Reduce(a, repro_combine_fn{});
+  if (threadIdx.x == 0) *out = r;
+}
+
+/// Blocks for n terms on a device of `sms` multiprocessors: enough to fill it (8 blocks per
+/// multiprocessor, at least 4 terms per thread), and never more than repro_max_per_thread terms
+/// per thread.
+inline unsigned repro_grid(std::uint64_t n, int sms) {
+  const std::uint64_t per_block = repro_block * repro_max_per_thread;
+  const std::uint64_t fill = (n + 4 * repro_block - 1) / (4 * repro_block);
+  std::uint64_t blocks = fill < std::uint64_t(sms) * 8 ? fill : std::uint64_t(sms) * 8;
+  const std::uint64_t need = (n + per_block - 1) / per_block;
+  if (blocks < need) blocks = need;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
 
 }  // namespace strata::detail
