@@ -308,12 +308,14 @@ TEST(Reduce, WithInitAccumulatesInItsType) {
 
 namespace {
 
-// Finite doubles over a wide exponent range, both signs, and some exact cancellation.
-std::vector<double> wide_doubles(std::uint64_t n, std::uint64_t seed) {
+// Finite doubles over a wide exponent range (2^-100..2^100, or 2^-1070..2^1020 for `whole`: the
+// largest run at the scaled tops), both signs, and some exact cancellation.
+std::vector<double> wide_doubles(std::uint64_t n, std::uint64_t seed, bool whole = false) {
   std::mt19937_64 g(seed);
   std::uniform_real_distribution<double> m(1.0, 2.0);
   std::vector<double> v(n);
-  for (auto& x : v) x = std::ldexp(m(g), static_cast<int>(g() % 200) - 100) * ((g() & 1) ? -1.0 : 1.0);
+  const int lo = whole ? -1070 : -100, span = whole ? 2091 : 201;
+  for (auto& x : v) x = std::ldexp(m(g), static_cast<int>(g() % span) + lo) * ((g() & 1) ? -1.0 : 1.0);
   for (std::uint64_t i = 1; i < n; i += 7) v[i] = -v[i - 1];
   return v;
 }
@@ -361,22 +363,24 @@ TEST(Reduce, ReproducibleSumsHaveTheSameBitsOnEveryLayout) {
   for (std::uint64_t n : sizes()) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));
-    const auto hd = wide_doubles(n, seed);
+    const auto hd = wide_doubles(n, seed), hw = wide_doubles(n, seed + 2, true);
     std::vector<float> hf(hd.begin(), hd.end());
     const auto hy = random_vector<float>(n, seed + 1);
     std::vector<double> prod(n);
     for (std::uint64_t i = 0; i < n; ++i) prod[i] = static_cast<double>(hf[i]) * hy[i];
     const double want_d = host_reproducible(hd), want_init = host_reproducible(hd, 0.75);
+    const double want_w = host_reproducible(hw);
     const float want_f = host_reproducible(hf);
     const double want_dot = host_reproducible(prod);
     for (const auto& s : sets())
       for (const auto& policy : repro_layouts(s.set.size(), n)) {
         SCOPED_TRACE(s.name);
-        strata::distributed_vector<double> d(hd, s.set, policy);
+        strata::distributed_vector<double> d(hd, s.set, policy), dw(hw, s.set, policy);
         strata::distributed_vector<float> f(hf, s.set, policy), y(hy, s.set, policy);
         for (int rep = 0; rep < 3; ++rep) {  // the second call is captured, the third replayed
           EXPECT_EQ(bits(strata::reduce(strata::reproducible, d)), bits(want_d));
           EXPECT_EQ(bits(strata::reduce(strata::reproducible, d, 0.75)), bits(want_init));
+          EXPECT_EQ(bits(strata::reduce(strata::reproducible, dw)), bits(want_w));
           EXPECT_EQ(bits(strata::reduce(strata::reproducible, f)), bits(want_f));
           EXPECT_EQ(bits(strata::transform_reduce(strata::reproducible, f, y, 0.0, wide_mul{})), bits(want_dot));
         }

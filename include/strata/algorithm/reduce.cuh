@@ -515,15 +515,15 @@ bool equal(const RA& a, const RB& b) {
 /// Tag asking a floating-point sum for the same bits whatever the layout: `reduce(reproducible,
 /// r)` and the `transform_reduce(reproducible, ...)` forms return the same value for any
 /// device_set size, any partition (even, weighted, with empty places, explicit), graph replay or
-/// not, run after run and on any GPU, for the same elements. Each place accumulates its segment
-/// exactly (integer sums on a fixed grid of 30-bit windows of the binary exponent range, keeping
-/// the four windows at and below the largest element's), the root combines the places' accumulators
-/// exactly, and the sum is rounded once, to nearest. Covers sums (`+`) of `float` and `double`,
-/// the elements or `f`'s results widened to double (exactly for float, so a float dot product
-/// `f = a * b` in double is exact per term). Error against the exact sum of the (transformed)
-/// elements: at most N * 2^-90 * max|x| from the dropped low windows, plus half an ulp of the
-/// result from the final rounding. Infinities and NaNs give the IEEE sum's special value; a zero
-/// sum is +0. At most 2^33 elements per call (the integer windows could overflow beyond).
+/// not, run after run and on any GPU, for the same elements. Every element is deposited
+/// into integer sums of four 30-bit windows of a fixed grid of the binary exponent range, the top
+/// window set by the largest element of the whole range (docs/design.md); threads, places and the
+/// root add window sums exactly and the sum is rounded once, to nearest. Covers sums (`+`) of
+/// `float` and `double`, the elements or `f`'s results widened to double (exactly for float, so a
+/// float dot product `f = a * b` in double is exact per term). Error against the exact sum of the
+/// (transformed) elements: at most N * 2^-90 * max|x| plus half an ulp of the result; elements
+/// below 2^-1073 in magnitude count as zero. Infinities and NaNs give the IEEE sum's special
+/// value; a zero sum is +0. At most 2^33 elements per call (the integer windows could overflow beyond).
 struct reproducible_t {
   explicit constexpr reproducible_t() = default;
 };

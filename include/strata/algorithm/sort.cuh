@@ -133,7 +133,8 @@ struct sort_buffers {
 
 /// Phase timings and memory of the last sort on this thread, for the benchmarks' breakdown: the
 /// local sorts, the splitter search, and the exchange plus merges (host wall time; each phase
-/// ends with a wait), and the most extra device bytes one place held (scratch + CUB temp).
+/// ends with a wait), and the most extra device bytes one place needed (scratch + CUB temp; the
+/// place's caches may hold more, left from larger calls).
 struct sort_profile {
   double local_s = 0, splitters_s = 0, exchange_merge_s = 0;
   int rounds = 0;
@@ -304,8 +305,8 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
 /// Pre-grows a place's cached CUB temp storage to what every CUB call of the sort may ask for, so
 /// that an allocation failure happens before any element moves.
 template <class K, class V, class Ord, class LocalSort>
-void reserve_sort_temp(place_state& p, std::uint64_t count, const Ord& ord, const LocalSort& local_sort,
-                       sort_buffers<K, V>& b) {
+std::size_t reserve_sort_temp(place_state& p, std::uint64_t count, const Ord& ord, const LocalSort& local_sort,
+                              sort_buffers<K, V>& b) {
   std::size_t local = 0, merge = 0;
   STRATA_CUDA_CHECK(local_sort(nullptr, local, b));
   const auto n1 = static_cast<::cuda::std::int64_t>(count / 2), n2 = static_cast<::cuda::std::int64_t>(count - count / 2);
@@ -315,6 +316,7 @@ void reserve_sort_temp(place_state& p, std::uint64_t count, const Ord& ord, cons
     STRATA_CUDA_CHECK(cub::DeviceMerge::MergePairs(nullptr, merge, b.keys[0], b.values[0], n1, b.keys[0], b.values[0], n2,
                                                    b.keys[1], b.values[1], ord, p.stream()));
   (void)p.temp_storage(local > merge ? local : merge);
+  return local > merge ? local : merge;
 }
 
 /// Merges the sorted runs of one place (offsets `runs`, ascending, last = count) pairwise, left to
@@ -410,22 +412,24 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
       if constexpr (has_values) b.values[0] = values->segment_at(i).data;
       // One place alone needs no scratch on the comparison path (CUB sorts in place).
       const bool needs_scratch = nonempty > 1 || radix_path_v<K, Comp>;
+      std::size_t need = 0;  // what this sort needs on the place (the caches may hold more)
       if (needs_scratch) {
         const std::size_t key_bytes = (b.count * sizeof(K) + 255) / 256 * 256;
-        char* sc = static_cast<char*>(p.scratch(key_bytes + (has_values ? b.count * sizeof(V) : 0)));
+        need = key_bytes + (has_values ? b.count * sizeof(V) : 0);
+        char* sc = static_cast<char*>(p.scratch(need));
         b.keys[1] = reinterpret_cast<K*>(sc);
         if constexpr (has_values) b.values[1] = reinterpret_cast<V*>(sc + key_bytes);
       }
       auto ls = [&](void* temp, std::size_t& bytes, sort_buffers<K, V>& bb) { return local_sort(temp, bytes, bb, p.stream()); };
       if (nonempty > 1)
-        reserve_sort_temp(p, b.count, ord, ls, b);
+        need += reserve_sort_temp(p, b.count, ord, ls, b);
       else {
         std::size_t bytes = 0;
         STRATA_CUDA_CHECK(ls(nullptr, bytes, b));
         (void)p.temp_storage(bytes);
+        need += bytes;
       }
-      const std::uint64_t extra = (needs_scratch ? p.scratch_bytes() : 0) + p.temp_storage_bytes();
-      if (extra > prof.peak_extra_bytes) prof.peak_extra_bytes = extra;
+      if (need > prof.peak_extra_bytes) prof.peak_extra_bytes = need;
     });
   } catch (...) {
     for (std::size_t i = 0; i < k; ++i) {
