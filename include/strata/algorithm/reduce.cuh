@@ -564,9 +564,10 @@ struct repro_partial {
   void operator()(std::size_t i, place_state& p, repro_acc* out) const {
     const auto g = make_zip_apply(zip_pointers(z, i), f);
     const std::uint64_t n = z.partition().count(i);
-    int sms = 0;
+    int sms = 0, per_sm = 0;
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, p.device()));
-    const unsigned blocks = repro_grid(n, sms);
+    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, repro_blocks_kernel<decltype(g)>, repro_block, 0));
+    const unsigned blocks = repro_grid(n, std::uint64_t(sms) * std::uint64_t(per_sm > 0 ? per_sm : 1));
     run_cub(p, [&](void* temp, std::size_t& bytes) -> cudaError_t {
       if (temp == nullptr) {
         bytes = blocks * sizeof(repro_acc);

@@ -141,10 +141,12 @@ struct repro_thread {
 
   /// Deposits one element. Running values stay exact for 2^21 deposits (each is at most
   /// 2^29 units of its window, the running value may move 2^50 units): callers give a thread no
-  /// more elements than that.
+  /// more elements than that. `MayScale = false` skips the scaling, for elements known to be
+  /// floats (their tops stay below scaled_top).
+  template <bool MayScale = true>
   __host__ __device__ __forceinline__ void add(double x) {
     if (!(::fabs(x) < limit) && !admit(x)) return;
-    x *= scale;
+    if constexpr (MayScale) x *= scale;
 #pragma unroll
     for (int k = 0; k < repro_acc::windows - 1; ++k) {
       const double q = s[k] + repro_or1(x);
@@ -162,13 +164,16 @@ __host__ __device__ __forceinline__ repro_acc repro_raise(const repro_acc& a, in
   repro_acc b = a;
   b.top = t;
   const int d = a.top < 0 ? repro_acc::windows : t - a.top;
+  // One window down per step, with constant indices only (an indexed form would put the
+  // accumulator in local memory on the device).
 #pragma unroll
-  for (int k = 0; k < repro_acc::windows; ++k) {
-    std::int64_t v = 0;
+  for (int step = 0; step < repro_acc::windows; ++step) {
+    const bool shift = step < d;
 #pragma unroll
-    for (int j = 0; j < repro_acc::windows; ++j)
-      if (j == k + d) v = a.w[j];
-    b.w[k] = v;
+    for (int k = 0; k < repro_acc::windows; ++k) {
+      const std::int64_t above = k + 1 < repro_acc::windows ? b.w[k + 1 < repro_acc::windows ? k + 1 : k] : 0;
+      b.w[k] = shift ? above : b.w[k];
+    }
   }
   return b;
 }
@@ -291,21 +296,26 @@ inline constexpr int repro_block = 256;
 inline constexpr std::uint64_t repro_max_per_thread = std::uint64_t{1} << 21;
 
 /// Every block's accumulator of the terms g(0) .. g(n - 1) (each converted to double), over a
-/// grid-stride loop four terms deep. The result does not depend on the grid.
+/// grid-stride loop. The result does not depend on the grid.
 template <class G>
 __global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uint64_t n, repro_acc* out) {
+  // Float terms never reach the scaled tops (|x| < 2^128).
+  constexpr bool may_scale = !std::is_same_v<std::decay_t<decltype(g(std::uint64_t{0}))>, float>;
+  // Loads issued ahead of the deposits: 32 bytes per thread in flight (8 floats, 4 doubles), as a
+  // memory-bound loop needs to cover the memory latency.
+  using term = std::decay_t<decltype(g(std::uint64_t{0}))>;
+  constexpr int ahead = sizeof(term) >= 8 ? 4 : 8;
   repro_thread t;
   const std::uint64_t stride = std::uint64_t{gridDim.x} * repro_block;
   std::uint64_t i = std::uint64_t{blockIdx.x} * repro_block + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    const double x0 = static_cast<double>(g(i)), x1 = static_cast<double>(g(i + stride));
-    const double x2 = static_cast<double>(g(i + 2 * stride)), x3 = static_cast<double>(g(i + 3 * stride));
-    t.add(x0);
-    t.add(x1);
-    t.add(x2);
-    t.add(x3);
+  for (; i + (ahead - 1) * stride < n; i += ahead * stride) {
+    term x[ahead];
+#pragma unroll
+    for (int j = 0; j < ahead; ++j) x[j] = g(i + j * stride);
+#pragma unroll
+    for (int j = 0; j < ahead; ++j) t.add<may_scale>(static_cast<double>(x[j]));
   }
-  for (; i < n; i += stride) t.add(static_cast<double>(g(i)));
+  for (; i < n; i += stride) t.add<may_scale>(static_cast<double>(g(i)));
   using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
   __shared__ typename block_reduce::TempStorage temp;
   const repro_acc a = block_reduce(temp).Reduce(t.get(), repro_combine_fn{});
@@ -323,13 +333,13 @@ __global__ void __launch_bounds__(repro_block) repro_fold_kernel(const repro_acc
   if (threadIdx.x == 0) *out = r;
 }
 
-/// Blocks for n terms on a device of `sms` multiprocessors: enough to fill it (8 blocks per
-/// multiprocessor, at least 4 terms per thread), and never more than repro_max_per_thread terms
-/// per thread.
-inline unsigned repro_grid(std::uint64_t n, int sms) {
+/// Blocks for n terms on a device that holds `resident` blocks at once: one wave that fills it
+/// (a second, partial wave would leave most of the device idle while it runs), at least 4 terms
+/// per thread, and never more than repro_max_per_thread terms per thread.
+inline unsigned repro_grid(std::uint64_t n, std::uint64_t resident) {
   const std::uint64_t per_block = repro_block * repro_max_per_thread;
   const std::uint64_t fill = (n + 4 * repro_block - 1) / (4 * repro_block);
-  std::uint64_t blocks = fill < std::uint64_t(sms) * 8 ? fill : std::uint64_t(sms) * 8;
+  std::uint64_t blocks = fill < resident ? fill : resident;
   const std::uint64_t need = (n + per_block - 1) / per_block;
   if (blocks < need) blocks = need;
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
