@@ -68,10 +68,16 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     # sometimes a hang) in 2 of 26 runs of one such test alone and in 2 of 5 sweeps, always with
     # 0 hazards (docs/errors.md); they run under the other three tools.
     [ "$tool" = racecheck ] && skip=$skip:Concurrency.*
+    local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Compact.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
+    # racecheck over the whole sort suite ran past a 200 s cap on the H200 (2026-12-03): under it
+    # the sorts run one radix and one comparison-path test, which launch every sort kernel
+    # (radix sort, merge sort, DeviceMerge, the exchange's copies) with several places.
+    [ "$tool" = racecheck ] && [ "$name" = gpu_sort ] && [ -z "${STRATA_SANITIZE_FILTER:-}" ] &&
+      filter="Sort.Uint32KeysRadix:Sort.StructsAndDeviceLambdasOnTheComparisonPath"
     # (Every test's start and time are logged, so a capped run shows where it was.)
     local t0=$SECONDS
     STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" "${sanitizer_args[@]}" "$build/tests/$name" \
-      --gtest_filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Compact.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}" \
+      --gtest_filter="$filter" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"
     echo $((SECONDS - t0)) >"$logs/$tool.$name.s"
