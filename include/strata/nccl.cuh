@@ -1,22 +1,32 @@
 // Strata beyond one process: the NCCL layer (opt in: include this header and link Strata::nccl,
 // from find_package(Strata CONFIG REQUIRED COMPONENTS nccl)). This header holds the process group
-// (one NCCL rank per GPU), NCCL's error type and the one wait that never hangs on a failed or dead
-// peer. The algorithms over several processes build on it.
+// (one NCCL rank per GPU), NCCL's error type, the one wait that never hangs on a failed or dead
+// peer, the layout of a range over the places of several ranks (rank_layout), and the reduce and
+// scan algorithms over such a range (a range's share on every rank, combined in rank order).
 #pragma once
 
+#include <strata/algorithm/reduce.cuh>
+#include <strata/algorithm/scan.cuh>
+#include <strata/algorithm/transform.cuh>
 #include <strata/detail/device_guard.cuh>
 #include <strata/device_set.cuh>
+#include <strata/distributed_span.cuh>
 #include <strata/error.hpp>
+#include <strata/partition.hpp>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 namespace strata {
 
@@ -83,6 +93,12 @@ inline ncclUniqueId nccl_unique_id() {
   return id;
 }
 
+class process_group;
+namespace detail {
+template <class V, class Op>
+V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op);
+}  // namespace detail
+
 /// One NCCL rank: this process's place in a communicator of `size()` ranks, each driving one
 /// GPU. Cheap to copy (copies share the communicator). A group made by `create` owns its
 /// communicator and destroys it with the last copy; one made by `borrow` leaves the user's
@@ -142,13 +158,24 @@ class process_group {
   /// True once abort() ran: every later NCCL call on the group fails.
   bool aborted() const noexcept { return s_->aborted; }
 
-  /// Aborts the communicator: NCCL work pending on it ends (with errors) instead of waiting for
-  /// peers that will never come. What the aborted calls were writing is unspecified afterwards.
-  /// Never throws; idempotent.
-  void abort() const noexcept {
-    if (s_->aborted || s_->comm == nullptr) return;
-    s_->aborted = true;
-    (void)ncclCommAbort(s_->comm);
+  /// How long Strata's collectives on this group wait for the other ranks before they abort the
+  /// communicator and throw (default 60 s; see wait()).
+  std::chrono::milliseconds timeout() const noexcept { return s_->timeout; }
+  /// Sets timeout() for every copy of this group.
+  void set_timeout(std::chrono::milliseconds t) const noexcept { s_->timeout = t; }
+
+  /// Gathers `bytes` bytes from every rank, in rank order, into `out` (size() * bytes bytes, host
+  /// memory): one ncclAllGather on the group's own stream through its device buffers, then a
+  /// wait that never hangs (wait()). Every rank must call it with the same `bytes`. Throws
+  /// strata::nccl_error (NCCL failure, failed peer, timeout: the communicator is then aborted),
+  /// strata::cuda_error for CUDA failures.
+  void all_gather(const void* in, std::size_t bytes, void* out) const {
+    const std::size_t total = bytes * static_cast<std::size_t>(s_->size);
+    detail::device_guard g(s_->device);
+    char* dev = enqueue_all_gather(in, bytes, 0);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(s_->host_buffer, dev, total, cudaMemcpyDeviceToHost, s_->stream));
+    wait(s_->stream, s_->timeout);
+    std::memcpy(out, s_->host_buffer, total);
   }
 
   /// Waits until `stream`, on which NCCL work of this group was enqueued, has finished, without
@@ -182,20 +209,334 @@ class process_group {
   }
 
  private:
+  template <class V, class Op>
+  friend V detail::gather_fold(const process_group&, const V&, int, const V&, Op);
+
+  // With the group's device current: enqueues on the group's stream the copy of `in` into this
+  // rank's slice of the device buffer and the in-place ncclAllGather; returns the device buffer
+  // (size() * bytes gathered bytes, then `extra` bytes free for the caller). Grows the buffers
+  // (device and pinned host) first if needed.
+  char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra) const {
+    if (s_->aborted)
+      throw nccl_error(ncclInvalidUsage, "strata::process_group", s_->rank, "the communicator was aborted", __FILE__,
+                       __LINE__);
+    const std::size_t total = bytes * static_cast<std::size_t>(s_->size) + extra;
+    if (s_->stream == nullptr) STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking));
+    if (s_->buffer_bytes < total) {
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
+      if (s_->device_buffer != nullptr) STRATA_CUDA_CHECK(cudaFree(s_->device_buffer));
+      if (s_->host_buffer != nullptr) STRATA_CUDA_CHECK(cudaFreeHost(s_->host_buffer));
+      s_->device_buffer = s_->host_buffer = nullptr;
+      s_->buffer_bytes = 0;
+      STRATA_CUDA_CHECK(cudaMalloc(&s_->device_buffer, total));
+      STRATA_CUDA_CHECK(cudaMallocHost(&s_->host_buffer, total));
+      s_->buffer_bytes = total;
+    }
+    char* dev = static_cast<char*>(s_->device_buffer);
+    char* host = static_cast<char*>(s_->host_buffer);
+    const std::size_t at = bytes * static_cast<std::size_t>(s_->rank);
+    std::memcpy(host + at, in, bytes);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, bytes, cudaMemcpyHostToDevice, s_->stream));
+    // In place: the send buffer is this rank's slice of the receive buffer, as NCCL allows.
+    STRATA_NCCL_CHECK(s_->rank, ncclAllGather(dev + at, dev, bytes, ncclUint8, s_->comm, s_->stream));
+    return dev;
+  }
+
   struct state {
     ncclComm_t comm = nullptr;
     int rank = -1, size = 0, device = -1;
     bool owned = false;
     bool aborted = false;
+    std::chrono::milliseconds timeout{60000};
+    // The group's own stream and buffers for its collectives (made on first use, on `device`).
+    cudaStream_t stream = nullptr;
+    void* device_buffer = nullptr;
+    void* host_buffer = nullptr;  // pinned
+    std::size_t buffer_bytes = 0;
     state() = default;
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     ~state() {
+      if (stream != nullptr || device_buffer != nullptr || host_buffer != nullptr) {
+        detail::quiet_device_switch g(device);
+        if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+        if (device_buffer != nullptr) (void)cudaFree(device_buffer);
+        if (host_buffer != nullptr) (void)cudaFreeHost(host_buffer);
+        if (stream != nullptr) (void)cudaStreamDestroy(stream);
+      }
       if (owned && comm != nullptr && !aborted) (void)ncclCommDestroy(comm);
     }
   };
   explicit process_group(std::shared_ptr<state> s) : s_(std::move(s)) {}
   std::shared_ptr<state> s_;
 };
+
+
+// ---- a range over the places of several ranks ------------------------------------------------
+
+/// How a global range of `size()` elements lies over the places of the ranks of a group: the
+/// places of rank 0 first, then those of rank 1, and so on, in each rank's place order; the
+/// partition policy divides the elements over all of them at once (even: block partition over
+/// every place of every rank). Each rank allocates only its own share: a distributed_vector of
+/// `local_size()` elements with `local_policy()` over its own device_set, whose element i is
+/// global element `offset() + i`. Plain host data: the same on every rank.
+class rank_layout {
+ public:
+  /// The layout of `n` elements over ranks with `places_per_rank[r]` places each (at least one),
+  /// seen from rank `rank`. Throws std::invalid_argument for no ranks, a rank without places, a
+  /// rank outside [0, ranks), or a policy that does not fit the total number of places.
+  rank_layout(std::uint64_t n, std::vector<std::size_t> places_per_rank, const partition_policy& policy, int rank)
+      : places_(std::move(places_per_rank)), rank_(rank) {
+    if (places_.empty()) throw std::invalid_argument("strata::rank_layout: no ranks");
+    if (rank < 0 || static_cast<std::size_t>(rank) >= places_.size())
+      throw std::invalid_argument("strata::rank_layout: rank " + std::to_string(rank) + " is not in [0, " +
+                                  std::to_string(places_.size()) + ")");
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < places_.size(); ++r) {
+      if (places_[r] == 0)
+        throw std::invalid_argument("strata::rank_layout: rank " + std::to_string(r) + " has no places");
+      first_.push_back(total);
+      total += places_[r];
+    }
+    first_.push_back(total);
+    global_ = policy.apply(n, total);
+  }
+
+  /// Global number of elements.
+  std::uint64_t size() const noexcept { return global_.size(); }
+  /// Number of ranks.
+  int ranks() const noexcept { return static_cast<int>(places_.size()); }
+  /// The rank this layout is seen from.
+  int rank() const noexcept { return rank_; }
+  /// The partition over every place of every rank, in rank order.
+  const partition& global() const noexcept { return global_; }
+  /// Global index of rank `r`'s first element (std::out_of_range for a bad rank).
+  std::uint64_t rank_offset(int r) const { return place_offset(first_[check(r)]); }
+  /// Number of elements on rank `r`.
+  std::uint64_t rank_size(int r) const { return place_offset(first_[check(r) + 1]) - rank_offset(r); }
+  /// Global index of this rank's first element.
+  std::uint64_t offset() const { return rank_offset(rank_); }
+  /// Number of elements on this rank.
+  std::uint64_t local_size() const { return rank_size(rank_); }
+  /// This rank's per-place counts.
+  std::vector<std::uint64_t> local_sizes() const {
+    std::vector<std::uint64_t> c;
+    for (std::size_t i = first_[static_cast<std::size_t>(rank_)]; i < first_[static_cast<std::size_t>(rank_) + 1]; ++i)
+      c.push_back(global_.count(i));
+    return c;
+  }
+  /// The policy that gives this rank's device_set its share: explicit sizes, local_sizes().
+  partition_policy local_policy() const { return partition_policy::explicit_sizes(local_sizes()); }
+
+ private:
+  std::size_t check(int r) const {
+    if (r < 0 || r >= ranks()) throw std::out_of_range("strata::rank_layout: rank " + std::to_string(r) + " out of range");
+    return static_cast<std::size_t>(r);
+  }
+  // Global index of global place k's first element; the size for k = the number of places.
+  std::uint64_t place_offset(std::size_t k) const { return k == global_.places() ? global_.size() : global_.offset(k); }
+  std::vector<std::size_t> places_;
+  std::vector<std::size_t> first_;  // first global place of each rank, then the total
+  int rank_;
+  partition global_;
+};
+
+/// The layout of `n` elements over the places of every rank of `g`, this rank driving `local`
+/// (every rank calls it, with its own set; one all-gather of the place counts). Throws as
+/// rank_layout's constructor and process_group::all_gather.
+inline rank_layout make_rank_layout(const process_group& g, std::uint64_t n, const device_set& local,
+                                    const partition_policy& policy = partition_policy::even()) {
+  const std::uint64_t mine = local.size();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(g.size()));
+  g.all_gather(&mine, sizeof mine, all.data());
+  return rank_layout(n, std::vector<std::size_t>(all.begin(), all.end()), policy, g.rank());
+}
+
+namespace detail {
+
+/// A value that may be absent: what a rank contributes when its share may be empty.
+template <class V>
+struct ranked {
+  V value;
+  int has;
+};
+
+/// `op` lifted to ranked values: an absent operand is the identity. Associative when op is, and
+/// commutative when op is.
+template <class V, class Op>
+struct ranked_op {
+  Op op;
+  __host__ __device__ ranked<V> operator()(const ranked<V>& a, const ranked<V>& b) const {
+    if (!a.has) return b;
+    if (!b.has) return a;
+    return ranked<V>{static_cast<V>(op(a.value, b.value)), 1};
+  }
+};
+
+/// The present value f(x).
+template <class V, class F>
+struct ranked_of {
+  F f;
+  template <class X>
+  __host__ __device__ ranked<V> operator()(const X& x) const {
+    return ranked<V>{static_cast<V>(f(x)), 1};
+  }
+};
+
+/// seed op all[0] op ... op all[upto - 1], absent values skipped, in rank order (one thread).
+template <class V, class Op>
+__global__ void rank_fold_kernel(const V* all, int upto, V seed, Op op, V* out) {
+  V acc = seed;
+  for (int r = 0; r < upto; ++r) acc = op(acc, all[r]);
+  *out = acc;
+}
+
+/// Every rank's `mine` gathered (ncclAllGather), folded on the group's device in rank order over
+/// ranks [0, upto) after `seed` with `op`, the result copied back: device-resident and ordered on
+/// the group's stream, one wait (which never hangs: process_group::wait).
+template <class V, class Op>
+V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op) {
+  static_assert(std::is_trivially_copyable_v<V>, "values crossing ranks must be trivially copyable");
+  detail::device_guard guard(g.device());
+  const std::size_t gathered = sizeof(V) * static_cast<std::size_t>(g.size());
+  const std::size_t at = (gathered + alignof(V) - 1) / alignof(V) * alignof(V);
+  char* dev = g.enqueue_all_gather(&mine, sizeof(V), at - gathered + sizeof(V));
+  V* out = reinterpret_cast<V*>(dev + at);
+  rank_fold_kernel<<<1, 1, 0, g.s_->stream>>>(reinterpret_cast<const V*>(dev), upto, seed, op, out);
+  STRATA_CUDA_CHECK(cudaGetLastError());
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(g.s_->host_buffer, out, sizeof(V), cudaMemcpyDeviceToHost, g.s_->stream));
+  g.wait(g.s_->stream, g.timeout());
+  V r;
+  std::memcpy(&r, g.s_->host_buffer, sizeof(V));
+  return r;
+}
+
+/// The last element of a range (which must not be empty), read after its places' work.
+template <class S>
+typename S::value_type last_element(const S& s) {
+  using T = typename S::value_type;
+  for (std::size_t i = s.partition().places(); i-- > 0;) {
+    const auto seg = s.segment_at(i);
+    if (seg.count == 0) continue;
+    T v;
+    device_guard g(s.places().device(i));
+    STRATA_CUDA_CHECK(cudaMemcpy(&v, seg.data + (seg.count - 1), sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+  throw std::logic_error("strata: last_element of an empty range");
+}
+
+/// Applies `op(offset, x)` to every x: the shift of a scan by what comes before it.
+template <class T, class Op>
+struct shift_by {
+  T offset;
+  Op op;
+  __host__ __device__ T operator()(const T& x) const { return static_cast<T>(op(offset, x)); }
+};
+
+}  // namespace detail
+
+// ---- reduce and scan over the ranks of a group ---------------------------------------------
+// `r` is this rank's share of a global range laid out as rank_layout says (rank order, then place
+// order). Every rank of `g` must make the same call; each returns the same value.
+
+/// `init op f(x0) op f(x1) op ...` over the global range whose share on this rank is `r`: each
+/// rank reduces its share (as strata::transform_reduce), the ranks' partials cross through one
+/// ncclAllGather and are folded on every rank's GPU in rank order, so every rank returns the same
+/// value and the order of operands across ranks is the global order. `op` must be associative
+/// and commutative (within a rank CUB reorders operands). Throws as strata::transform_reduce and
+/// process_group::all_gather (strata::nccl_error on a failed or silent peer, after aborting the
+/// communicator).
+template <class R, class Acc, class Op, class F, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc transform_reduce(const process_group& g, const R& r, Acc init, Op op, F f) {
+  using V = detail::ranked<Acc>;
+  const detail::ranked_op<Acc, Op> rop{op};
+  const V local = transform_reduce(r, V{Acc{}, 0}, rop, detail::ranked_of<Acc, F>{f});
+  return detail::gather_fold(g, local, g.size(), V{init, 1}, rop).value;
+}
+/// `init op x0 op x1 op ...` over the global range (see the transform_reduce form).
+template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc reduce(const process_group& g, const R& r, Acc init, Op op) {
+  return transform_reduce(g, r, init, op, detail::identity_fn{});
+}
+/// The sum `init + x0 + x1 + ...` over the global range.
+template <class R, class Acc, class = std::enable_if_t<is_distributed_range_v<R>>>
+Acc reduce(const process_group& g, const R& r, Acc init) {
+  return reduce(g, r, init, ::cuda::std::plus<Acc>{});
+}
+/// The sum of the global range's elements, in their type.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+range_value_t<R> reduce(const process_group& g, const R& r) {
+  return reduce(g, r, range_value_t<R>{});
+}
+/// How many elements of the global range satisfy `pred`.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+std::uint64_t count_if(const process_group& g, const R& r, Pred pred) {
+  const std::uint64_t local = count_if(r, pred);
+  return detail::gather_fold(g, local, g.size(), std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{});
+}
+
+namespace detail {
+// This rank's offset: init op (totals of the ranks before it), or absent if there is none and no
+// init. `out` may serve as scratch for an order-preserving local total.
+template <class In, class Out, class Op>
+ranked<range_value_t<Out>> rank_prefix(const process_group& g, const In& in, Out& out, Op op,
+                                       const ranked<range_value_t<Out>>& seed, bool& out_holds_local_scan) {
+  using T = range_value_t<Out>;
+  using V = ranked<T>;
+  const ranked_op<T, Op> rop{op};
+  V total{T{}, 0};
+  out_holds_local_scan = false;
+  if (as_span(in).size() > 0) {
+    if constexpr (is_commutative<Op>::value) {
+      total = transform_reduce(in, V{T{}, 0}, rop, ranked_of<T, identity_fn>{});
+    } else {  // CUB's reduction would reorder operands: the local inclusive scan's last element
+      inclusive_scan(in, out, op);
+      total = V{last_element(as_span(out)), 1};
+      out_holds_local_scan = true;
+    }
+  }
+  return gather_fold(g, total, g.rank(), seed, rop);
+}
+}  // namespace detail
+
+/// Inclusive scan of the global range whose share on this rank is `in`, into `out` (this rank's
+/// share of a range of the same layout): `out[i] = x0 op ... op x_i` in global order. The ranks'
+/// totals cross through one ncclAllGather; each rank folds those of the ranks before it on its GPU
+/// and scans its share seeded with that. Correct for associative operators that are not
+/// commutative (their local totals come from an order-preserving scan, so such scans read and
+/// write `out` twice). Throws as strata::inclusive_scan and process_group::all_gather.
+template <class In, class Out, class Op, class = std::enable_if_t<is_distributed_range_v<In>>>
+void inclusive_scan(const process_group& g, const In& in, Out&& out, Op op) {
+  using T = range_value_t<Out>;
+  bool scanned = false;
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<T>{T{}, 0}, scanned);
+  if (!prefix.has) {
+    if (!scanned) inclusive_scan(in, out, op);
+  } else if (scanned) {
+    transform(out, out, detail::shift_by<T, Op>{prefix.value, op});
+  } else {
+    inclusive_scan(in, out, op, prefix.value);
+  }
+}
+/// Inclusive scan with an initial value: `out[i] = init op x0 op ... op x_i` in global order.
+template <class In, class Out, class Op, class T, class = std::enable_if_t<is_distributed_range_v<In>>>
+void inclusive_scan(const process_group& g, const In& in, Out&& out, Op op, T init) {
+  using U = range_value_t<Out>;
+  bool scanned = false;
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1}, scanned);
+  if (scanned)
+    transform(out, out, detail::shift_by<U, Op>{prefix.value, op});
+  else
+    inclusive_scan(in, out, op, prefix.value);
+}
+/// Exclusive scan: `out[i] = init op x0 op ... op x_(i-1)` in global order.
+template <class In, class Out, class T, class Op, class = std::enable_if_t<is_distributed_range_v<In>>>
+void exclusive_scan(const process_group& g, const In& in, Out&& out, T init, Op op) {
+  using U = range_value_t<Out>;
+  bool scanned = false;
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1}, scanned);
+  exclusive_scan(in, out, prefix.value, op);
+}
 
 }  // namespace strata

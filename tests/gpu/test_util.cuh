@@ -182,6 +182,18 @@ void for_each_case(Check&& check) {
 }
 
 /// The arithmetic value types of the typed tests (the custom struct has tests of its own).
+// 2x2 matrices of uint32 multiplied mod 2^32: associative, not commutative, exact.
+struct mat2 {
+  std::uint32_t a, b, c, d;
+  friend bool operator==(const mat2& x, const mat2& y) { return x.a == y.a && x.b == y.b && x.c == y.c && x.d == y.d; }
+};
+struct mat2_mul {
+  __host__ __device__ mat2 operator()(const mat2& x, const mat2& y) const {
+    return {x.a * y.a + x.b * y.c, x.a * y.b + x.b * y.d, x.c * y.a + x.d * y.c, x.c * y.b + x.d * y.d};
+  }
+};
+static_assert(!strata::is_commutative<mat2_mul>::value);
+
 using ValueTypes = ::testing::Types<std::int32_t, std::int64_t, std::uint32_t, float, double>;
 
 /// {float lo, hi}: the custom trivially copyable type of the typed tests, with min/max ops.

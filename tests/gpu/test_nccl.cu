@@ -1,0 +1,149 @@
+// The algorithms over the ranks of an NCCL process group, on the GPU. One process can hold one
+// rank per GPU (NCCL 2.28, the toolkit's and the H200 image's, refuses two ranks on one GPU), so
+// here the group has one rank over a device_set of several places on GPU 0: every cross-rank step
+// runs for real (the all-gather, the fold kernel in rank order, the seeded and shifted scans) with
+// one contribution. Several ranks: see docs/api.md ("Beyond one process") for what was run where.
+#include <strata/nccl.cuh>
+#include <strata/strata.cuh>
+
+#include "test_util.cuh"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+using namespace strata_test;
+
+namespace {
+
+strata::process_group one_rank_group() {
+  static const strata::process_group g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
+  return g;
+}
+
+
+struct odd {
+  __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
+};
+struct square {
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x * x; }
+};
+
+__global__ void spin_until(const volatile int* flag) {
+  while (*flag == 0) {
+  }
+}
+
+}  // namespace
+
+TEST(Nccl, LayoutOfOneRankIsItsOwnSet) {
+  const auto g = one_rank_group();
+  const auto set = private_set(3);
+  const auto l = strata::make_rank_layout(g, 1000003, set);
+  EXPECT_EQ(l.ranks(), 1);
+  EXPECT_EQ(l.offset(), 0u);
+  EXPECT_EQ(l.local_size(), 1000003u);
+  EXPECT_EQ(l.local_sizes(), strata::partition::even(1000003, 3).counts());
+}
+
+// f(set, n, seed) over 1 and 3 places and every test size, with a fresh seed each.
+template <class F>
+void over_layouts(F f) {
+  for (std::size_t k : {1, 3}) {
+    const auto set = private_set(k);
+    for (std::uint64_t n : sizes()) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE("places=" + std::to_string(k) + " n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+      f(set, n, seed);
+    }
+  }
+}
+
+TEST(Nccl, ReduceAndCountAcrossRanksMatchTheHost) {
+  const auto g = one_rank_group();
+  over_layouts([&](const strata::device_set& set, std::uint64_t n, std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const auto l = strata::make_rank_layout(g, n, set);
+    strata::distributed_vector<std::int64_t> x(h, set, l.local_policy());
+    std::int64_t sum = 0, sq = 0;
+    std::uint64_t odds = 0;
+    for (auto v : h) {
+      sum += v;
+      sq += v * v;
+      odds += (v & 1) != 0;
+    }
+    EXPECT_EQ(strata::reduce(g, x), sum);
+    EXPECT_EQ(strata::reduce(g, x, std::int64_t{5}), sum + 5);
+    EXPECT_EQ(strata::transform_reduce(g, x, std::int64_t{0}, cuda::std::plus<std::int64_t>{}, square{}), sq);
+    EXPECT_EQ(strata::count_if(g, x, odd{}), odds);
+  });
+}
+
+TEST(Nccl, ScansAcrossRanksKeepTheOrder) {
+  const auto g = one_rank_group();
+  over_layouts([&](const strata::device_set& set, std::uint64_t n, std::uint64_t seed) {
+    std::mt19937_64 gen(seed);
+    std::vector<mat2> h(n);
+    for (auto& m : h) m = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
+                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
+    const mat2 init{3, 1, 4, 1};
+    std::vector<mat2> inc(n), inc_init(n), exc(n);
+    mat2 acc{1, 0, 0, 1}, acc_init = init;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      exc[i] = acc_init;
+      acc = i == 0 ? h[0] : mat2_mul{}(acc, h[i]);
+      acc_init = mat2_mul{}(acc_init, h[i]);
+      inc[i] = acc;
+      inc_init[i] = acc_init;
+    }
+    const auto l = strata::make_rank_layout(g, n, set);
+    strata::distributed_vector<mat2> x(h, set, l.local_policy());
+    strata::distributed_vector<mat2> y(n, mat2{7, 7, 7, 7}, set, l.local_policy());  // poisoned
+    strata::inclusive_scan(g, x, y, mat2_mul{});
+    EXPECT_TRUE(y.to_std_vector() == inc) << "inclusive";
+    strata::fill(y, mat2{7, 7, 7, 7});
+    strata::inclusive_scan(g, x, y, mat2_mul{}, init);
+    EXPECT_TRUE(y.to_std_vector() == inc_init) << "inclusive with init";
+    strata::fill(y, mat2{7, 7, 7, 7});
+    strata::exclusive_scan(g, x, y, init, mat2_mul{});
+    EXPECT_TRUE(y.to_std_vector() == exc) << "exclusive";
+
+    // A commutative operator takes the reduce-then-seeded-scan path.
+    const auto hi = random_vector<std::int64_t>(n, seed + 1);
+    strata::distributed_vector<std::int64_t> xi(hi, set, l.local_policy()), yi(n, std::int64_t{-7}, set, l.local_policy());
+    strata::inclusive_scan(g, xi, yi, cuda::std::plus<std::int64_t>{}, std::int64_t{11});
+    std::vector<std::int64_t> want(n);
+    std::int64_t s = 11;
+    for (std::uint64_t i = 0; i < n; ++i) want[i] = s += hi[i];
+    EXPECT_EQ(yi.to_std_vector(), want);
+  });
+}
+
+// A wait on work that never ends (a peer that never comes, here a kernel spinning on a host flag)
+// gives up after the timeout, aborts the communicator and throws strata::nccl_error; later calls
+// on the group throw at once.
+TEST(Nccl, AWaitNeverHangsAndAbortsTheGroup) {
+  auto g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
+  int* flag = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped), cudaSuccess);
+  *flag = 0;
+  int* dflag = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(&dflag, flag, 0), cudaSuccess);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  spin_until<<<1, 1, 0, s>>>(dflag);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(g.wait(s, std::chrono::milliseconds(100)), strata::nccl_error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_TRUE(g.aborted());
+  *flag = 1;
+  EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(flag), cudaSuccess);
+  const std::uint64_t one = 1;
+  std::uint64_t out = 0;
+  EXPECT_THROW(g.all_gather(&one, sizeof one, &out), strata::nccl_error);
+}
