@@ -5,6 +5,7 @@
 # summary into the folder given (default gpu-check-out/).
 #
 #   scripts/gpu-check.sh [OUT_DIR] [--sanitize]
+#   (the direct pass also runs the multi-rank NCCL tests with 2-4 ranks where the machine allows)
 #   STRATA_BENCH_LOG2_SIZES=20,28   sizes to benchmark (log2; default 16,20,24,28,30)
 #   STRATA_SKIP_BENCH=1             tests only
 #   STRATA_CHECK_PASSES=direct|staged  run only that ctest pass (default: both), to split the tests
@@ -111,6 +112,23 @@ elif [ $status -eq 0 ]; then
       echo "=== ctest (peer access / direct where available) ==="
       ctest --test-dir "$build" --output-on-failure -j4
       echo "ctest_rc=$?"
+      # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
+      # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
+      if [ -x "$build/tests/gpu_nccl_ranks" ]; then
+        gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+        ver=$("$build/tests/strata_nccl_host_tests" --gtest_filter='*Version*' 2>/dev/null |
+          sed -n 's/^NCCL \([0-9]*\)\.\([0-9]*\)\..*/\1\2/p')
+        for np in 2 3 4; do
+          if [ "$gpus" -ge $np ] || [ "${ver:-0}" -ge 230 ]; then
+            echo "=== gpu_nccl_ranks, $np ranks ==="
+            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 \
+              timeout 600 mpirun --oversubscribe -np $np "$build/tests/gpu_nccl_ranks"
+            echo "ranks${np}_rc=$?"
+          else
+            echo "gpu_nccl_ranks with $np ranks not run: $gpus GPU(s), NCCL ${ver:-?} (several ranks on one GPU need 2.30+)"
+          fi
+        done
+      fi
     fi
     if [ "$passes" != direct ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="

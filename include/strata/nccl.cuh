@@ -178,6 +178,15 @@ class process_group {
     std::memcpy(out, s_->host_buffer, total);
   }
 
+  /// Aborts the communicator: NCCL work pending on it ends (with errors) instead of waiting for
+  /// peers that will never come. What the aborted calls were writing is unspecified afterwards.
+  /// Never throws; idempotent.
+  void abort() const noexcept {
+    if (s_->aborted || s_->comm == nullptr) return;
+    s_->aborted = true;
+    (void)ncclCommAbort(s_->comm);
+  }
+
   /// Waits until `stream`, on which NCCL work of this group was enqueued, has finished, without
   /// ever hanging on a failed or dead peer: it polls the stream and ncclCommGetAsyncError, and on
   /// an asynchronous error, or when `timeout` passes first, aborts the communicator and throws
@@ -193,12 +202,12 @@ class process_group {
       ncclResult_t async = ncclSuccess;
       const ncclResult_t q = ncclCommGetAsyncError(s_->comm, &async);
       if (q != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-        abort();
+        this->abort();  // (this->: never std::abort)
         throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", s_->rank,
                          "a peer failed; the communicator was aborted", __FILE__, __LINE__);
       }
       if (std::chrono::steady_clock::now() - start > timeout) {
-        abort();
+        this->abort();  // (this->: never std::abort)
         throw nccl_error(ncclSystemError, "strata::process_group::wait", s_->rank,
                          "no progress within " + std::to_string(timeout.count()) +
                              " ms (a peer may have died); the communicator was aborted",
@@ -474,6 +483,93 @@ template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R
 std::uint64_t count_if(const process_group& g, const R& r, Pred pred) {
   const std::uint64_t local = count_if(r, pred);
   return detail::gather_fold(g, local, g.size(), std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{});
+}
+
+/// How many elements of the global range equal `value`.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+std::uint64_t count(const process_group& g, const R& r, const range_value_t<R>& value) {
+  return count_if(g, r, detail::equal_to_value<range_value_t<R>>{value});
+}
+
+namespace detail {
+// A rank's extremum crossing ranks: the element (its index in the rank's share) and the share's
+// size; folded left in rank order into the best so far with its global index (none_index if none
+// yet) and the number of elements before.
+inline constexpr std::uint64_t none_index = ~std::uint64_t{0};
+template <class T>
+struct rank_extremum {
+  T value;
+  std::uint64_t index;
+  std::uint64_t count;
+};
+// `replaces(x, best)`: x, later in global order, takes the place of the best so far.
+template <class T, class Replaces>
+struct fold_extremum {
+  Replaces replaces;
+  __host__ __device__ rank_extremum<T> operator()(const rank_extremum<T>& acc, const rank_extremum<T>& x) const {
+    rank_extremum<T> r = acc;
+    if (x.count > 0 && (acc.index == none_index || replaces(x.value, acc.value))) {
+      r.value = x.value;
+      r.index = acc.count + x.index;
+    }
+    r.count = acc.count + x.count;
+    return r;
+  }
+};
+// The first smallest (Largest = false: only a smaller element replaces) or the first largest
+// (only a larger one replaces) under `comp`.
+template <class Comp, bool Largest>
+struct replaces_first {
+  Comp comp;
+  template <class T>
+  __host__ __device__ bool operator()(const T& x, const T& best) const {
+    return Largest ? comp(best, x) : comp(x, best);
+  }
+};
+template <class T, class Replaces>
+element_result<T> global_extremum(const process_group& g, const element_result<T>& local, std::uint64_t count,
+                                  Replaces replaces) {
+  const rank_extremum<T> mine{local.value, local.index, count};
+  const auto r = gather_fold(g, mine, g.size(), rank_extremum<T>{T{}, none_index, 0}, fold_extremum<T, Replaces>{replaces});
+  return r.index == none_index ? element_result<T>{r.count, T{}} : element_result<T>{r.index, r.value};
+}
+// The ranks' flags combined with `op` (bit_and for "all", bit_or for "any").
+template <class Op>
+bool all_ranks(const process_group& g, bool mine, bool seed, Op op) {
+  return gather_fold(g, static_cast<int>(mine), g.size(), static_cast<int>(seed), op) != 0;
+}
+}  // namespace detail
+
+/// The first smallest element of the global range under `comp` and its global index (for an
+/// empty range: the size and a value-initialised value), the same on every rank.
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+element_result<range_value_t<R>> min_element(const process_group& g, const R& r, Comp comp = {}) {
+  return detail::global_extremum(g, min_element(r, comp), detail::as_span(r).size(), detail::replaces_first<Comp, false>{comp});
+}
+/// The first largest element of the global range under `comp` and its global index.
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+element_result<range_value_t<R>> max_element(const process_group& g, const R& r, Comp comp = {}) {
+  return detail::global_extremum(g, max_element(r, comp), detail::as_span(r).size(), detail::replaces_first<Comp, true>{comp});
+}
+/// True if every element of the global range satisfies `pred` (true for an empty range).
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool all_of(const process_group& g, const R& r, Pred pred) {
+  return detail::all_ranks(g, all_of(r, pred), true, ::cuda::std::bit_and<int>{});
+}
+/// True if some element of the global range satisfies `pred`.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool any_of(const process_group& g, const R& r, Pred pred) {
+  return detail::all_ranks(g, any_of(r, pred), false, ::cuda::std::bit_or<int>{});
+}
+/// True if no element of the global range satisfies `pred`.
+template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+bool none_of(const process_group& g, const R& r, Pred pred) {
+  return !any_of(g, r, pred);
+}
+/// True if the two global ranges (same layout on every rank) hold equal elements everywhere.
+template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
+bool equal(const process_group& g, const RA& a, const RB& b) {
+  return detail::all_ranks(g, equal(a, b), true, ::cuda::std::bit_and<int>{});
 }
 
 namespace detail {

@@ -2,7 +2,7 @@
 // rank per GPU (NCCL 2.28, the toolkit's and the H200 image's, refuses two ranks on one GPU), so
 // here the group has one rank over a device_set of several places on GPU 0: every cross-rank step
 // runs for real (the all-gather, the fold kernel in rank order, the seeded and shifted scans) with
-// one contribution. Several ranks: see docs/api.md ("Beyond one process") for what was run where.
+// one contribution. Several ranks: tests/gpu/test_nccl_ranks.cu (under mpirun).
 #include <strata/nccl.cuh>
 #include <strata/strata.cuh>
 
@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -79,6 +80,28 @@ TEST(Nccl, ReduceAndCountAcrossRanksMatchTheHost) {
     EXPECT_EQ(strata::reduce(g, x, std::int64_t{5}), sum + 5);
     EXPECT_EQ(strata::transform_reduce(g, x, std::int64_t{0}, cuda::std::plus<std::int64_t>{}, square{}), sq);
     EXPECT_EQ(strata::count_if(g, x, odd{}), odds);
+    EXPECT_EQ(strata::count(g, x, std::int64_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
+
+    // Extrema: the first smallest and the first largest, with global indices (size() if empty).
+    const auto lo = strata::min_element(g, x), hi = strata::max_element(g, x);
+    const auto want_lo = std::min_element(h.begin(), h.end()), want_hi = std::max_element(h.begin(), h.end());
+    EXPECT_EQ(lo.index, static_cast<std::uint64_t>(want_lo - h.begin()));
+    EXPECT_EQ(hi.index, static_cast<std::uint64_t>(want_hi - h.begin()));
+    if (n > 0) {
+      EXPECT_EQ(lo.value, *want_lo);
+      EXPECT_EQ(hi.value, *want_hi);
+    }
+
+    // Quantifiers and equal.
+    EXPECT_EQ(strata::all_of(g, x, odd{}), odds == n);
+    EXPECT_EQ(strata::any_of(g, x, odd{}), odds > 0);
+    EXPECT_EQ(strata::none_of(g, x, odd{}), odds == 0);
+    strata::distributed_vector<std::int64_t> x2(h, set, l.local_policy());
+    EXPECT_TRUE(strata::equal(g, x, x2));
+    if (n > 0) {
+      x2.set(n - 1, h[n - 1] + 1);
+      EXPECT_FALSE(strata::equal(g, x, x2));
+    }
   });
 }
 

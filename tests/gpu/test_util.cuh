@@ -53,11 +53,15 @@ void leave_poison_behind(std::uint64_t n, const T& poison, const strata::device_
   strata::distributed_vector<T> v(n, poison, set);
 }
 
-/// `k` places on GPU 0 in a set of their own (device_set_options::shared off): a set that no
-/// other live set equals, with fresh caches.
-inline strata::device_set private_set(std::size_t k, strata::device_set_options options = {}) {
+/// `k` places on GPU `device` in a set of their own (device_set_options::shared off): a set that
+/// no other live set equals, with fresh caches.
+inline strata::device_set private_set_on(int device, std::size_t k, strata::device_set_options options = {}) {
   options.shared = false;
-  return strata::device_set::repeat(0, k, options);
+  return strata::device_set::repeat(device, k, options);
+}
+/// `k` places on GPU 0 in a set of their own.
+inline strata::device_set private_set(std::size_t k, strata::device_set_options options = {}) {
+  return private_set_on(0, k, options);
 }
 
 /// `k` places on GPU 0 whose exchanges all go through pinned host memory (the fallback path).

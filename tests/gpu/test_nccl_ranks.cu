@@ -1,0 +1,155 @@
+// The algorithms over several MPI ranks, each on a GPU (rank i on GPU i mod the visible GPUs),
+// against host references over the global range: every rank builds the same global data from
+// the same seed and checks its own share and the values every rank must agree on. Run by
+// `mpirun -np R`: ctest runs R = 1; scripts/gpu-check.sh runs R = 2, 3 and 4 where the machine
+// allows it (as many GPUs, or NCCL 2.30+ with NCCL_MULTI_RANK_GPU_ENABLE=1 for several ranks on
+// one GPU). Layouts: every rank with 1-3 places, even and weighted with a rank that holds nothing.
+// Last, a rank that fails on purpose (it skips a collective): the others throw, none hangs.
+#include <strata/nccl_mpi.cuh>
+#include <strata/strata.cuh>
+
+#include "test_util.cuh"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+using namespace strata_test;
+
+namespace {
+
+int world_rank() { return strata::detail::mpi_rank(MPI_COMM_WORLD); }
+int world_size() { return strata::detail::mpi_size(MPI_COMM_WORLD); }
+
+const strata::process_group& group() {
+  static const strata::process_group g = [] {
+    const int gpu = strata::mpi_local_rank(MPI_COMM_WORLD) % strata::visible_device_count();
+    auto pg = strata::process_group_from_mpi(MPI_COMM_WORLD, gpu);
+    pg.set_timeout(std::chrono::seconds(30));
+    return pg;
+  }();
+  return g;
+}
+
+// The same seed on every rank (rank 0's, broadcast).
+std::uint64_t shared_seed() {
+  std::uint64_t s = fresh_seed();
+  EXPECT_EQ(MPI_Bcast(&s, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), MPI_SUCCESS);
+  return s;
+}
+
+struct odd {
+  __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
+};
+
+// Layouts: this rank drives 1 + (rank mod 3) places of its GPU; even, or weighted with every place
+// of rank 1 (if any) at weight 0.
+template <class F>
+void over_layouts(F f) {
+  const int rank = world_rank(), size = world_size();
+  const std::size_t mine = 1 + static_cast<std::size_t>(rank % 3);
+  const auto set = private_set_on(group().device(), mine);
+  std::vector<double> weights;
+  for (int r = 0; r < size; ++r)
+    for (int p = 0; p < 1 + r % 3; ++p) weights.push_back(r == 1 ? 0.0 : 1.0 + p);
+  for (std::uint64_t n : sizes())
+    for (const auto& policy : {strata::partition_policy::even(), strata::partition_policy::weighted(weights)}) {
+      const std::uint64_t seed = shared_seed();
+      SCOPED_TRACE("rank " + std::to_string(rank) + " of " + std::to_string(size) + ", n=" + std::to_string(n) +
+                   " seed=" + std::to_string(seed));
+      const auto l = strata::make_rank_layout(MPI_COMM_WORLD, n, mine, policy);
+      f(set, l, seed);
+    }
+}
+
+template <class T>
+std::vector<T> my_share(const std::vector<T>& global, const strata::rank_layout& l) {
+  return std::vector<T>(global.begin() + static_cast<std::ptrdiff_t>(l.offset()),
+                        global.begin() + static_cast<std::ptrdiff_t>(l.offset() + l.local_size()));
+}
+
+}  // namespace
+
+TEST(NcclRanks, ReduceFamilyAgreesWithTheHost) {
+  over_layouts([](const strata::device_set& set, const strata::rank_layout& l, std::uint64_t seed) {
+    const auto& g = group();
+    const auto h = random_vector<std::int64_t>(l.size(), seed);
+    strata::distributed_vector<std::int64_t> x(my_share(h, l), set, l.local_policy());
+    std::int64_t sum = 0;
+    std::uint64_t odds = 0;
+    for (auto v : h) {
+      sum += v;
+      odds += (v & 1) != 0;
+    }
+    EXPECT_EQ(strata::reduce(g, x), sum);
+    EXPECT_EQ(strata::reduce(g, x, std::int64_t{-3}), sum - 3);
+    EXPECT_EQ(strata::count_if(g, x, odd{}), odds);
+    const auto lo = strata::min_element(g, x), hi = strata::max_element(g, x);
+    EXPECT_EQ(lo.index, static_cast<std::uint64_t>(std::min_element(h.begin(), h.end()) - h.begin()));
+    EXPECT_EQ(hi.index, static_cast<std::uint64_t>(std::max_element(h.begin(), h.end()) - h.begin()));
+    EXPECT_EQ(strata::any_of(g, x, odd{}), odds > 0);
+    EXPECT_EQ(strata::all_of(g, x, odd{}), odds == l.size());
+  });
+}
+
+TEST(NcclRanks, NonCommutativeScansKeepTheGlobalOrder) {
+  over_layouts([](const strata::device_set& set, const strata::rank_layout& l, std::uint64_t seed) {
+    const auto& g = group();
+    std::mt19937_64 gen(seed);
+    std::vector<mat2> h(l.size());
+    for (auto& m : h) m = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
+                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
+    const mat2 init{2, 7, 1, 8};
+    std::vector<mat2> inc(h.size()), exc(h.size());
+    mat2 acc{1, 0, 0, 1}, acc_init = init;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      exc[i] = acc_init;
+      acc = i == 0 ? h[0] : mat2_mul{}(acc, h[i]);
+      acc_init = mat2_mul{}(acc_init, h[i]);
+      inc[i] = acc;
+    }
+    strata::distributed_vector<mat2> x(my_share(h, l), set, l.local_policy());
+    strata::distributed_vector<mat2> y(l.local_size(), mat2{9, 9, 9, 9}, set, l.local_policy());
+    strata::inclusive_scan(g, x, y, mat2_mul{});
+    EXPECT_TRUE(y.to_std_vector() == my_share(inc, l)) << "inclusive";
+    strata::exclusive_scan(g, x, y, init, mat2_mul{});
+    EXPECT_TRUE(y.to_std_vector() == my_share(exc, l)) << "exclusive";
+  });
+}
+
+// Last: rank size-1 skips a collective. The others' waits give up after the timeout, abort the
+// communicator and throw strata::nccl_error; nobody hangs.
+TEST(NcclRanksZ, ARankThatFailsMakesTheOthersThrow) {
+  if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const auto& g = group();
+  g.set_timeout(std::chrono::seconds(3));
+  const auto set = private_set_on(g.device(), 1);
+  strata::distributed_vector<int> x(10, 1, set);
+  if (world_rank() == world_size() - 1) {  // the failing rank: it leaves (aborting its end, which never blocks)
+    g.abort();
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)strata::reduce(g, x), strata::nccl_error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_TRUE(g.aborted());
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int status = 0;
+  if (strata::visible_device_count() == 0) {
+    std::printf("STRATA_GPU_SKIP: no CUDA device is visible; GPU tests skipped\n");
+  } else {
+    int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+    MPI_Allreduce(&failed, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  }
+  MPI_Finalize();
+  return status;
+}
