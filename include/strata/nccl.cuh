@@ -11,6 +11,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/device_set.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/distributed_vector.cuh>
 #include <strata/error.hpp>
 #include <strata/partition.hpp>
 
@@ -575,24 +576,44 @@ bool equal(const process_group& g, const RA& a, const RB& b) {
 namespace detail {
 // This rank's offset: init op (totals of the ranks before it), or absent if there is none and no
 // init. `out` may serve as scratch for an order-preserving local total.
+// `out` may serve as scratch for an order-preserving local total when `out_is_scratch` (an
+// exclusive scan in place may not: its input would be gone); otherwise a temporary share does.
 template <class In, class Out, class Op>
 ranked<range_value_t<Out>> rank_prefix(const process_group& g, const In& in, Out& out, Op op,
-                                       const ranked<range_value_t<Out>>& seed, bool& out_holds_local_scan) {
+                                       const ranked<range_value_t<Out>>& seed, bool out_is_scratch,
+                                       bool& out_holds_local_scan) {
   using T = range_value_t<Out>;
   using V = ranked<T>;
   const ranked_op<T, Op> rop{op};
   V total{T{}, 0};
   out_holds_local_scan = false;
-  if (as_span(in).size() > 0) {
+  const auto si = as_span(in);
+  if (si.size() > 0) {
     if constexpr (is_commutative<Op>::value) {
       total = transform_reduce(in, V{T{}, 0}, rop, ranked_of<T, identity_fn>{});
-    } else {  // CUB's reduction would reorder operands: the local inclusive scan's last element
+    } else if (out_is_scratch) {  // CUB's reduction would reorder operands: the local scan's last element
       inclusive_scan(in, out, op);
       total = V{last_element(as_span(out)), 1};
       out_holds_local_scan = true;
+    } else {
+      distributed_vector<T> scratch(si.size(), si.places(), partition_policy::explicit_sizes(si.partition().counts()),
+                                    no_init);
+      inclusive_scan(in, scratch, op);
+      total = V{last_element(as_span(scratch)), 1};
     }
   }
   return gather_fold(g, total, g.rank(), seed, rop);
+}
+
+// True if `a` and `b` are the very same memory (an in-place call).
+template <class A, class B>
+bool same_range(const A& a, const B& b) {
+  const auto sa = as_span(a);
+  const auto sb = as_span(b);
+  if (sa.size() != sb.size() || sa.partition().places() != sb.partition().places()) return false;
+  for (std::size_t i = 0; i < sa.partition().places(); ++i)
+    if (static_cast<const void*>(sa.segment_at(i).data) != static_cast<const void*>(sb.segment_at(i).data)) return false;
+  return true;
 }
 }  // namespace detail
 
@@ -606,7 +627,7 @@ template <class In, class Out, class Op, class = std::enable_if_t<is_distributed
 void inclusive_scan(const process_group& g, const In& in, Out&& out, Op op) {
   using T = range_value_t<Out>;
   bool scanned = false;
-  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<T>{T{}, 0}, scanned);
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<T>{T{}, 0}, true, scanned);
   if (!prefix.has) {
     if (!scanned) inclusive_scan(in, out, op);
   } else if (scanned) {
@@ -620,18 +641,20 @@ template <class In, class Out, class Op, class T, class = std::enable_if_t<is_di
 void inclusive_scan(const process_group& g, const In& in, Out&& out, Op op, T init) {
   using U = range_value_t<Out>;
   bool scanned = false;
-  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1}, scanned);
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1}, true, scanned);
   if (scanned)
     transform(out, out, detail::shift_by<U, Op>{prefix.value, op});
   else
     inclusive_scan(in, out, op, prefix.value);
 }
-/// Exclusive scan: `out[i] = init op x0 op ... op x_(i-1)` in global order.
+/// Exclusive scan: `out[i] = init op x0 op ... op x_(i-1)` in global order. In place with a
+/// non-commutative operator, the local total needs a temporary share of `in`'s size.
 template <class In, class Out, class T, class Op, class = std::enable_if_t<is_distributed_range_v<In>>>
 void exclusive_scan(const process_group& g, const In& in, Out&& out, T init, Op op) {
   using U = range_value_t<Out>;
   bool scanned = false;
-  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1}, scanned);
+  const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1},
+                                          !detail::same_range(in, out), scanned);
   exclusive_scan(in, out, prefix.value, op);
 }
 

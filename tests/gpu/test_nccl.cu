@@ -133,6 +133,8 @@ TEST(Nccl, ScansAcrossRanksKeepTheOrder) {
     strata::fill(y, mat2{7, 7, 7, 7});
     strata::exclusive_scan(g, x, y, init, mat2_mul{});
     EXPECT_TRUE(y.to_std_vector() == exc) << "exclusive";
+    strata::exclusive_scan(g, x, x, init, mat2_mul{});  // in place: the local total needs a scratch share
+    EXPECT_TRUE(x.to_std_vector() == exc) << "exclusive in place";
 
     // A commutative operator takes the reduce-then-seeded-scan path.
     const auto hi = random_vector<std::int64_t>(n, seed + 1);
