@@ -104,6 +104,11 @@ V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op
 /// GPU. Cheap to copy (copies share the communicator). A group made by `create` owns its
 /// communicator and destroys it with the last copy; one made by `borrow` leaves the user's
 /// communicator alone.
+///
+/// Strata's collectives on a group (all_gather and the algorithms that take a group) run on the
+/// group's own stream with buffers the group keeps (a few bytes per rank), made on first use on
+/// `device()`. Like NCCL's own collectives, they must be called in the same order on every rank,
+/// and from one thread at a time per group.
 class process_group {
  public:
   /// A group over the user's own communicator (made with ncclCommInitRank or a framework), which
