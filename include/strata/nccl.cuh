@@ -184,6 +184,17 @@ class process_group {
     std::memcpy(out, s_->host_buffer, total);
   }
 
+  /// Runs `f(comm(), stream)` with the group's GPU current, `stream` being the group's own stream,
+  /// then waits for what `f` enqueued on it with wait() (never hangs; aborts and throws on a
+  /// failed peer or after timeout()). For Strata's collectives and your own NCCL calls beside
+  /// them. Throws what `f` throws, strata::nccl_error, strata::cuda_error.
+  template <class F>
+  void run(F&& f) const {
+    detail::device_guard g(s_->device);
+    f(s_->comm, ready_stream("strata::process_group::run"));
+    wait(s_->stream, s_->timeout);
+  }
+
   /// Aborts the communicator: NCCL work pending on it ends (with errors) instead of waiting for
   /// peers that will never come. What the aborted calls were writing is unspecified afterwards.
   /// Never throws; idempotent.
@@ -227,16 +238,21 @@ class process_group {
   template <class V, class Op>
   friend V detail::gather_fold(const process_group&, const V&, int, const V&, Op);
 
+  // With the group's device current: the group's stream (made on first use), or strata::nccl_error
+  // naming `who` once the communicator was aborted.
+  cudaStream_t ready_stream(const char* who) const {
+    if (s_->aborted) throw nccl_error(ncclInvalidUsage, who, s_->rank, "the communicator was aborted", __FILE__, __LINE__);
+    if (s_->stream == nullptr) STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking));
+    return s_->stream;
+  }
+
   // With the group's device current: enqueues on the group's stream the copy of `in` into this
   // rank's slice of the device buffer and the in-place ncclAllGather; returns the device buffer
   // (size() * bytes gathered bytes, then `extra` bytes free for the caller). Grows the buffers
   // (device and pinned host) first if needed.
   char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra) const {
-    if (s_->aborted)
-      throw nccl_error(ncclInvalidUsage, "strata::process_group", s_->rank, "the communicator was aborted", __FILE__,
-                       __LINE__);
+    (void)ready_stream("strata::process_group::all_gather");
     const std::size_t total = bytes * static_cast<std::size_t>(s_->size) + extra;
-    if (s_->stream == nullptr) STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking));
     if (s_->buffer_bytes < total) {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
       if (s_->device_buffer != nullptr) STRATA_CUDA_CHECK(cudaFree(s_->device_buffer));
@@ -340,6 +356,10 @@ class rank_layout {
       c.push_back(global_.count(i));
     return c;
   }
+  /// Number of places rank `r` drives.
+  std::size_t rank_places(int r) const { return places_.at(check(r)); }
+  /// Index in global() of rank `r`'s first place.
+  std::size_t rank_first_place(int r) const { return first_.at(check(r)); }
   /// The policy that gives this rank's device_set its share: explicit sizes, local_sizes().
   partition_policy local_policy() const { return partition_policy::explicit_sizes(local_sizes()); }
 
@@ -661,6 +681,136 @@ void exclusive_scan(const process_group& g, const In& in, Out&& out, T init, Op 
   const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1},
                                           !detail::same_range(in, out), scanned);
   exclusive_scan(in, out, prefix.value, op);
+}
+
+
+// ---- moving a range between layouts over ranks ----------------------------------------------
+
+namespace detail {
+
+/// One elementary piece of a move between two rank layouts, as one rank sees it: `count`
+/// elements exchanged with rank `peer`, at `offset` in this rank's place `place` (of the source
+/// share for a send, of the destination share for a receive). A piece that stays on this rank
+/// also has where it lands (`dst_place`, `dst_offset`).
+struct rank_piece {
+  int peer;
+  std::size_t place;
+  std::uint64_t offset;
+  std::size_t dst_place;
+  std::uint64_t dst_offset;
+  std::uint64_t count;
+};
+
+/// What this rank sends, receives and keeps when a global range moves from one rank layout to
+/// another.
+struct rank_moves {
+  std::vector<rank_piece> sends, receives, stays;
+};
+
+/// The moves of rank `from.rank()` from layout `from` to `to`. The range is cut at every place
+/// boundary of both layouts, so each piece lies in one source place and one destination place;
+/// the pieces come out in global order, so this rank's sends to a peer and that peer's receives
+/// from this rank are the same pieces in the same order (how NCCL matches point-to-point calls).
+/// Throws std::invalid_argument if the layouts differ in size or ranks, or are seen from
+/// different ranks.
+inline rank_moves plan_rank_moves(const rank_layout& from, const rank_layout& to) {
+  if (from.size() != to.size() || from.ranks() != to.ranks() || from.rank() != to.rank())
+    throw std::invalid_argument("strata::copy (across ranks): the layouts differ in size (" + std::to_string(from.size()) +
+                                " and " + std::to_string(to.size()) + " elements), in ranks (" +
+                                std::to_string(from.ranks()) + " and " + std::to_string(to.ranks()) +
+                                ") or in the rank they are seen from");
+  // The owner rank and local index of every global place of a layout.
+  const auto owners = [](const rank_layout& l) {
+    std::vector<std::pair<int, std::size_t>> o;
+    for (int r = 0; r < l.ranks(); ++r)
+      for (std::size_t k = 0; k < l.rank_places(r); ++k) o.emplace_back(r, k);
+    return o;
+  };
+  const auto oa = owners(from), ob = owners(to);
+  const partition& a = from.global();
+  const partition& b = to.global();
+  const int me = from.rank();
+  rank_moves m;
+  std::size_t i = 0, j = 0;
+  for (std::uint64_t at = 0; at < a.size();) {
+    while (a.offset(i) + a.count(i) <= at) ++i;  // the places holding `at` (empty ones skipped)
+    while (b.offset(j) + b.count(j) <= at) ++j;
+    const std::uint64_t end = std::min(a.offset(i) + a.count(i), b.offset(j) + b.count(j));
+    const auto [ra, pa] = oa[i];
+    const auto [rb, pb] = ob[j];
+    const rank_piece src{rb, pa, at - a.offset(i), pb, at - b.offset(j), end - at};
+    if (ra == me && rb == me)
+      m.stays.push_back(src);
+    else if (ra == me)
+      m.sends.push_back(src);
+    else if (rb == me)
+      m.receives.push_back(rank_piece{ra, pb, at - b.offset(j), pb, at - b.offset(j), end - at});
+    at = end;
+  }
+  return m;
+}
+
+/// Throws std::invalid_argument unless every non-empty segment of `s` lies on `device`.
+template <class T>
+void require_on_device(const char* what, const distributed_span<T>& s, int device) {
+  for (std::size_t i = 0; i < s.partition().places(); ++i)
+    if (s.partition().count(i) > 0 && s.places().device(i) != device)
+      throw std::invalid_argument(std::string("strata::copy (across ranks): ") + what + "'s place " + std::to_string(i) +
+                                  " is on GPU " + std::to_string(s.places().device(i)) +
+                                  ", not on the process group's GPU " + std::to_string(device));
+}
+
+}  // namespace detail
+
+/// Moves a global range between two layouts over the ranks of `g` (e.g. onto a weighted layout,
+/// or off a rank that must be drained): this rank's share of the source is `src` (laid out as
+/// `from` says), its share of the destination `dst` (allocated as `to` says: `to.local_size()`
+/// elements with `to.local_policy()`). Every rank calls it; element k of the global range lands
+/// at global index k. Pieces between ranks go by grouped ncclSend/ncclRecv on the group's stream,
+/// pieces that stay by device copies on it; it returns once this rank's part is done (a wait that
+/// never hangs). Requires every place of `src` and `dst` on the group's GPU, and `src` and `dst`
+/// not to overlap. Throws std::invalid_argument (layouts that differ in size or ranks, shares of
+/// the wrong size, places on another GPU), strata::nccl_error, strata::cuda_error.
+template <class S, class T>
+void copy(const process_group& g, const distributed_span<S>& src, const rank_layout& from, const distributed_span<T>& dst,
+          const rank_layout& to) {
+  static_assert(std::is_same_v<std::remove_const_t<S>, T>, "the source and destination hold the same type");
+  static_assert(std::is_trivially_copyable_v<T>, "elements crossing ranks must be trivially copyable");
+  if (from.ranks() != g.size() || from.rank() != g.rank())
+    throw std::invalid_argument("strata::copy (across ranks): the layout is for rank " + std::to_string(from.rank()) +
+                                " of " + std::to_string(from.ranks()) + ", the group is rank " + std::to_string(g.rank()) +
+                                " of " + std::to_string(g.size()));
+  const detail::rank_moves m = detail::plan_rank_moves(from, to);
+  if (src.size() != from.local_size() || dst.size() != to.local_size())
+    throw std::invalid_argument("strata::copy (across ranks): this rank's shares hold " + std::to_string(src.size()) +
+                                " and " + std::to_string(dst.size()) + " elements, the layouts give it " +
+                                std::to_string(from.local_size()) + " and " + std::to_string(to.local_size()));
+  if (src.size() > 0) detail::require_on_device("the source", src, g.device());
+  if (dst.size() > 0) detail::require_on_device("the destination", dst, g.device());
+  // What the places were doing with the shares comes first.
+  if (src.size() > 0) src.places().synchronize();
+  if (dst.size() > 0) dst.places().synchronize();
+  g.run([&](ncclComm_t comm, cudaStream_t stream) {
+    const auto bytes = [](const detail::rank_piece& p) { return p.count * sizeof(T); };
+    for (const auto& p : m.stays)
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.segment_at(p.dst_place).data + p.dst_offset,
+                                        src.segment_at(p.place).data + p.offset, bytes(p), cudaMemcpyDeviceToDevice,
+                                        stream));
+    if (m.sends.empty() && m.receives.empty()) return;
+    STRATA_NCCL_CHECK(g.rank(), ncclGroupStart());
+    try {
+      for (const auto& p : m.sends)
+        STRATA_NCCL_CHECK(g.rank(),
+                          ncclSend(src.segment_at(p.place).data + p.offset, bytes(p), ncclUint8, p.peer, comm, stream));
+      for (const auto& p : m.receives)
+        STRATA_NCCL_CHECK(g.rank(),
+                          ncclRecv(dst.segment_at(p.place).data + p.offset, bytes(p), ncclUint8, p.peer, comm, stream));
+    } catch (...) {
+      (void)ncclGroupEnd();  // NCCL's group must close, also on the way out
+      throw;
+    }
+    STRATA_NCCL_CHECK(g.rank(), ncclGroupEnd());
+  });
 }
 
 }  // namespace strata

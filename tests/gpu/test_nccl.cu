@@ -147,6 +147,27 @@ TEST(Nccl, ScansAcrossRanksKeepTheOrder) {
   });
 }
 
+// A move between layouts with one rank: every piece stays (device copies on the group's stream).
+TEST(Nccl, CopyBetweenRankLayoutsKeepsTheOrder) {
+  const auto g = one_rank_group();
+  const auto set = private_set(3);
+  for (std::uint64_t n : sizes()) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::rank_layout from(n, {3}, strata::partition_policy::even(), 0);
+    const strata::rank_layout to(n, {3}, strata::partition_policy::weighted({0, 1, 3}), 0);
+    strata::distributed_vector<std::int64_t> a(h, set, from.local_policy());
+    strata::distributed_vector<std::int64_t> b(n, std::int64_t{-99}, set, to.local_policy());  // poisoned
+    strata::copy(g, a.span(), from, b.span(), to);
+    EXPECT_EQ(b.to_std_vector(), h);
+  }
+  // Shares of the wrong size are refused before any device work.
+  const strata::rank_layout l(10, {3}, strata::partition_policy::even(), 0);
+  strata::distributed_vector<std::int64_t> a(9, std::int64_t{0}, set), b(10, std::int64_t{0}, set);
+  EXPECT_THROW(strata::copy(g, a.span(), l, b.span(), l), std::invalid_argument);
+}
+
 // A wait on work that never ends (a peer that never comes, here a kernel spinning on a host flag)
 // gives up after the timeout, aborts the communicator and throws strata::nccl_error; later calls
 // on the group throw at once.

@@ -122,6 +122,35 @@ TEST(NcclRanks, NonCommutativeScansKeepTheGlobalOrder) {
   });
 }
 
+// A move from an even layout onto one where rank 1 holds nothing (draining it) and back: pieces
+// cross ranks by grouped ncclSend/ncclRecv.
+TEST(NcclRanks, CopyBetweenRankLayouts) {
+  const auto& g = group();
+  const int rank = world_rank(), size = world_size();
+  const std::size_t mine = 1 + static_cast<std::size_t>(rank % 3);
+  const auto set = private_set_on(g.device(), mine);
+  std::vector<std::size_t> places;
+  std::vector<double> weights;
+  for (int r = 0; r < size; ++r) {
+    places.push_back(1 + static_cast<std::size_t>(r % 3));
+    for (int p = 0; p < 1 + r % 3; ++p) weights.push_back(r == 1 ? 0.0 : 1.0 + p);
+  }
+  for (std::uint64_t n : sizes()) {
+    const std::uint64_t seed = shared_seed();
+    SCOPED_TRACE("rank " + std::to_string(rank) + ", n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::rank_layout from(n, places, strata::partition_policy::even(), rank);
+    const strata::rank_layout to(n, places, strata::partition_policy::weighted(weights), rank);
+    strata::distributed_vector<std::int64_t> a(my_share(h, from), set, from.local_policy());
+    strata::distributed_vector<std::int64_t> b(to.local_size(), std::int64_t{-99}, set, to.local_policy());
+    strata::copy(g, a.span(), from, b.span(), to);
+    EXPECT_EQ(b.to_std_vector(), my_share(h, to));
+    strata::fill(a, std::int64_t{-98});
+    strata::copy(g, b.span(), to, a.span(), from);
+    EXPECT_EQ(a.to_std_vector(), my_share(h, from));
+  }
+}
+
 // Last: rank size-1 skips a collective. The others' waits give up after the timeout, abort the
 // communicator and throw strata::nccl_error; nobody hangs.
 TEST(NcclRanksZ, ARankThatFailsMakesTheOthersThrow) {

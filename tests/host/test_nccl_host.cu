@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -86,4 +89,78 @@ TEST(NcclHost, RankLayoutRejectsBadArguments) {
   const rank_layout l(10, {1, 1}, partition_policy::even(), 0);
   EXPECT_THROW(l.rank_size(2), std::out_of_range);
   EXPECT_THROW(l.rank_offset(-1), std::out_of_range);
+}
+
+// The plan of a move between two rank layouts, simulated on the host for every rank: the pieces
+// each rank sends to a peer are the ones that peer receives, in the same order with the same
+// counts (NCCL's matching rule), and applying every rank's pieces puts global element k at global
+// index k of the new layout, for random layouts over 1-4 ranks with 1-3 places each.
+TEST(NcclHost, RankMovesDeliverEveryElementOnce) {
+  std::mt19937_64 gen(std::random_device{}());
+  const auto random_policy = [&](std::size_t places, std::uint64_t n) {
+    switch (gen() % 3) {
+      case 0:
+        return strata::partition_policy::even();
+      case 1: {
+        std::vector<double> w(places);
+        for (auto& x : w) x = static_cast<double>(gen() % 4);  // zeros included
+        if (std::all_of(w.begin(), w.end(), [](double x) { return x == 0; })) w[0] = 1;
+        return strata::partition_policy::weighted(w);
+      }
+      default: {
+        std::vector<std::uint64_t> c(places, 0);
+        for (std::uint64_t k = 0; k < n; ++k) ++c[gen() % places];
+        return strata::partition_policy::explicit_sizes(c);
+      }
+    }
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int ranks = 1 + static_cast<int>(gen() % 4);
+    std::vector<std::size_t> pa(static_cast<std::size_t>(ranks)), pb(pa.size());
+    for (auto& p : pa) p = 1 + gen() % 3;
+    for (auto& p : pb) p = 1 + gen() % 3;
+    const std::uint64_t n = gen() % 40;
+    std::size_t ta = 0, tb = 0;
+    for (std::size_t r = 0; r < pa.size(); ++r) ta += pa[r], tb += pb[r];
+    const auto policy_a = random_policy(ta, n), policy_b = random_policy(tb, n);
+    // Every rank's shares, place by place: the source holds global indices, the destination -1.
+    std::vector<std::vector<std::vector<std::int64_t>>> src(pa.size()), dst(pa.size());
+    std::vector<strata::detail::rank_moves> moves;
+    for (int r = 0; r < ranks; ++r) {
+      const strata::rank_layout a(n, pa, policy_a, r), b(n, pb, policy_b, r);
+      std::int64_t k = static_cast<std::int64_t>(a.offset());
+      for (std::uint64_t c : a.local_sizes()) {
+        src[r].emplace_back();
+        for (std::uint64_t e = 0; e < c; ++e) src[r].back().push_back(k++);
+      }
+      for (std::uint64_t c : b.local_sizes()) dst[r].emplace_back(c, -1);
+      moves.push_back(strata::detail::plan_rank_moves(a, b));
+    }
+    for (int r = 0; r < ranks; ++r) {
+      for (const auto& p : moves[r].stays)
+        for (std::uint64_t e = 0; e < p.count; ++e) dst[r][p.dst_place][p.dst_offset + e] = src[r][p.place][p.offset + e];
+      for (int d = 0; d < ranks; ++d) {
+        std::vector<strata::detail::rank_piece> out, in;
+        for (const auto& p : moves[r].sends)
+          if (p.peer == d) out.push_back(p);
+        for (const auto& p : moves[d].receives)
+          if (p.peer == r) in.push_back(p);
+        ASSERT_EQ(out.size(), in.size()) << "rank " << r << " -> " << d;
+        for (std::size_t q = 0; q < out.size(); ++q) {
+          ASSERT_EQ(out[q].count, in[q].count);
+          for (std::uint64_t e = 0; e < out[q].count; ++e)
+            dst[d][in[q].place][in[q].offset + e] = src[r][out[q].place][out[q].offset + e];
+        }
+      }
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const strata::rank_layout b(n, pb, policy_b, r);
+      std::int64_t k = static_cast<std::int64_t>(b.offset());
+      for (const auto& place : dst[r])
+        for (std::int64_t v : place) ASSERT_EQ(v, k++) << "trial " << trial << ", rank " << r;
+    }
+  }
+  EXPECT_THROW(strata::detail::plan_rank_moves(strata::rank_layout(5, {1, 1}, strata::partition_policy::even(), 0),
+                                               strata::rank_layout(6, {1, 1}, strata::partition_policy::even(), 0)),
+               std::invalid_argument);
 }
