@@ -34,6 +34,22 @@ out=${args[0]:-gpu-check-out}
 mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
 status=0
+# Several MPI ranks with NCCL: allowed with as many GPUs as ranks, or NCCL 2.30+ (several ranks
+# on one GPU with NCCL_MULTI_RANK_GPU_ENABLE=1). ranks_allowed N sets ranks_why when it says no.
+ranks_allowed() {
+  local gpus ver
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  ver=$("$build/tests/strata_nccl_host_tests" --gtest_filter='*Version*' 2>/dev/null |
+    sed -n 's/^NCCL \([0-9]*\)\.\([0-9]*\)\..*/\1\2/p')
+  ranks_why="$gpus GPU(s), NCCL ${ver:-?} (several ranks on one GPU need 2.30+)"
+  [ "$gpus" -ge "$1" ] || [ "${ver:-0}" -ge 230 ]
+}
+run_ranks() {  # run_ranks N PROGRAM [ARGS]
+  local np=$1
+  shift
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 \
+    timeout 600 mpirun --oversubscribe -np "$np" "$@"
+}
 sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_sort gpu_container gpu_errors gpu_faults})
 targets=()
 [ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
@@ -115,17 +131,13 @@ elif [ $status -eq 0 ]; then
       # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
       # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
       if [ -x "$build/tests/gpu_nccl_ranks" ]; then
-        gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-        ver=$("$build/tests/strata_nccl_host_tests" --gtest_filter='*Version*' 2>/dev/null |
-          sed -n 's/^NCCL \([0-9]*\)\.\([0-9]*\)\..*/\1\2/p')
         for np in 2 3 4; do
-          if [ "$gpus" -ge $np ] || [ "${ver:-0}" -ge 230 ]; then
+          if ranks_allowed $np; then
             echo "=== gpu_nccl_ranks, $np ranks ==="
-            OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 \
-              timeout 600 mpirun --oversubscribe -np $np "$build/tests/gpu_nccl_ranks"
+            run_ranks $np "$build/tests/gpu_nccl_ranks"
             echo "ranks${np}_rc=$?"
           else
-            echo "gpu_nccl_ranks with $np ranks not run: $gpus GPU(s), NCCL ${ver:-?} (several ranks on one GPU need 2.30+)"
+            echo "gpu_nccl_ranks with $np ranks not run: $ranks_why"
           fi
         done
       fi
@@ -149,6 +161,18 @@ elif [ $status -eq 0 ]; then
     "$build/benchmarks/strata_bench" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
       --benchmark_min_time=0.05s >"$out/bench.log" 2>&1 || status=1
     python3 scripts/bench_ratios.py "$out/bench.json" | tee "$out/ratios.txt" || status=1
+    # The cost of crossing ranks (NCCL layer, where built): one rank, then 2 and 4 where allowed.
+    cmake --build "$build" --target strata_bench_ranks >/dev/null 2>&1 || true
+    if [ -x "$build/benchmarks/strata_bench_ranks" ]; then
+      for np in 1 2 4; do
+        if [ $np -eq 1 ] || ranks_allowed $np; then
+          run_ranks $np "$build/benchmarks/strata_bench_ranks" "$out/bench_ranks_$np.json" || echo "bench_ranks_rc=1"
+        else
+          echo "strata_bench_ranks with $np ranks not run: $ranks_why"
+        fi
+      done 2>&1 | tee "$out/bench_ranks.txt"
+      grep -q "bench_ranks_rc=1" "$out/bench_ranks.txt" && status=1
+    fi
   fi
 fi
 
