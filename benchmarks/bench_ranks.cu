@@ -41,13 +41,12 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int status = 0;
   try {
-    const int gpus = strata::visible_device_count();
-    if (gpus == 0) {
+    const int gpu = strata::mpi_local_gpu(MPI_COMM_WORLD);  // one rank per GPU of the node
+    if (gpu < 0) {
       std::printf("No CUDA device is visible\n");
       MPI_Finalize();
       return 0;
     }
-    const int gpu = strata::mpi_local_rank(MPI_COMM_WORLD) % gpus;
     const auto group = strata::process_group_from_mpi(MPI_COMM_WORLD, gpu);
     const strata::device_set set{gpu};
     std::string json = "[";

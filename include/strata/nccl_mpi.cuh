@@ -3,7 +3,7 @@
 // each. Needs MPI: link MPI::MPI_CXX (CMake's FindMPI) beside Strata::nccl.
 //
 //   MPI_Init(&argc, &argv);
-//   const int gpu = strata::mpi_local_rank(MPI_COMM_WORLD) % strata::visible_device_count();
+//   const int gpu = strata::mpi_local_gpu(MPI_COMM_WORLD);      // -1 if no GPU is visible
 //   const auto group = strata::process_group_from_mpi(MPI_COMM_WORLD, gpu);
 //   const strata::device_set set{gpu};
 //   const auto layout = strata::make_rank_layout(MPI_COMM_WORLD, n, set.size());
@@ -68,6 +68,15 @@ inline int mpi_local_rank(MPI_Comm comm) {
   MPI_Comm_free(&node);
   detail::check_mpi(e, "MPI_Comm_rank");
   return r;
+}
+
+/// The GPU this rank should drive when every rank drives one: its node-local rank
+/// (mpi_local_rank) modulo the visible GPUs, or -1 when no GPU is visible. Collective over `comm`.
+/// Throws strata::mpi_error, and strata::cuda_error when the GPUs cannot be counted.
+inline int mpi_local_gpu(MPI_Comm comm) {
+  const int local = mpi_local_rank(comm);
+  const int gpus = visible_device_count();
+  return gpus == 0 ? -1 : local % gpus;
 }
 
 /// NCCL's unique id, made on rank 0 of `comm` and broadcast to every rank (MPI_Bcast).

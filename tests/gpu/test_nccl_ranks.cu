@@ -28,8 +28,7 @@ int world_size() { return strata::detail::mpi_size(MPI_COMM_WORLD); }
 
 const strata::process_group& group() {
   static const strata::process_group g = [] {
-    const int gpu = strata::mpi_local_rank(MPI_COMM_WORLD) % strata::visible_device_count();
-    auto pg = strata::process_group_from_mpi(MPI_COMM_WORLD, gpu);
+    auto pg = strata::process_group_from_mpi(MPI_COMM_WORLD, strata::mpi_local_gpu(MPI_COMM_WORLD));
     pg.set_timeout(std::chrono::seconds(30));
     return pg;
   }();
