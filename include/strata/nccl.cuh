@@ -446,7 +446,7 @@ V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op
   return r;
 }
 
-/// The last element of a range (which must not be empty), read after its places' work.
+/// The last element of a range (which must not be empty), read after its place's work.
 template <class S>
 typename S::value_type last_element(const S& s) {
   using T = typename S::value_type;
@@ -454,8 +454,12 @@ typename S::value_type last_element(const S& s) {
     const auto seg = s.segment_at(i);
     if (seg.count == 0) continue;
     T v;
-    device_guard g(s.places().device(i));
-    STRATA_CUDA_CHECK(cudaMemcpy(&v, seg.data + (seg.count - 1), sizeof(T), cudaMemcpyDeviceToHost));
+    // On the place's own stream (a plain cudaMemcpy would go through the legacy stream, which
+    // does not wait for Strata's non-blocking ones), as every enqueue on a place does.
+    at_place(s.places().state(), i, [&](place_state& p) {
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(&v, seg.data + (seg.count - 1), sizeof(T), cudaMemcpyDeviceToHost, p.stream()));
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
+    });
     return v;
   }
   throw std::logic_error("strata: last_element of an empty range");
