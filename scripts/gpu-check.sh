@@ -13,6 +13,7 @@
 #   STRATA_SKIP_TESTS=1             benchmarks only (builds only the benchmark and strata-info), for a
 #                                   second device call when tests and benchmarks together would pass
 #                                   the per-call time limit
+#   STRATA_TEST_TIMEOUT=300         seconds any one ctest test may run before it counts as failed
 #   STRATA_CUDA_ARCHITECTURES=90    what to build for (default native: the GPU present)
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
 #                                   binary (STRATA_TEST_QUICK sizes) under compute-sanitizer's
@@ -126,7 +127,8 @@ elif [ $status -eq 0 ]; then
   [ "${STRATA_SKIP_TESTS:-0}" = 1 ] || {
     if [ "$passes" != staged ]; then
       echo "=== ctest (peer access / direct where available) ==="
-      ctest --test-dir "$build" --output-on-failure -j4
+      # A per-test cap, so one hang (as gpu_nccl's once did) fails its test and not the whole call.
+      ctest --test-dir "$build" --output-on-failure -j4 --timeout "${STRATA_TEST_TIMEOUT:-300}"
       echo "ctest_rc=$?"
       # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
       # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
@@ -144,7 +146,7 @@ elif [ $status -eq 0 ]; then
     fi
     if [ "$passes" != direct ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="
-      STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j4
+      STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j4 --timeout "${STRATA_TEST_TIMEOUT:-300}"
       echo "staged_rc=$?"
     fi
   } >"$out/tests.log" 2>&1

@@ -208,6 +208,9 @@ class process_group {
   /// ever hanging on a failed or dead peer: it polls the stream and ncclCommGetAsyncError, and on
   /// an asynchronous error, or when `timeout` passes first, aborts the communicator and throws
   /// strata::nccl_error naming this rank. Throws strata::cuda_error if the stream's work failed.
+  /// The abort frees NCCL's device memory, which waits for kernels already running on the device:
+  /// NCCL's own kernels (a collective waiting for a dead peer) stop at the abort, but a kernel of
+  /// the user's that never ends holds the throw back until it ends.
   void wait(cudaStream_t stream, std::chrono::milliseconds timeout) const {
     const auto start = std::chrono::steady_clock::now();
     detail::device_guard g(s_->device);

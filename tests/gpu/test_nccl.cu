@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
+#include <thread>
 #include <vector>
 
 using namespace strata_test;
@@ -168,9 +169,12 @@ TEST(Nccl, CopyBetweenRankLayoutsKeepsTheOrder) {
   EXPECT_THROW(strata::copy(g, a.span(), l, b.span(), l), std::invalid_argument);
 }
 
-// A wait on work that never ends (a peer that never comes, here a kernel spinning on a host flag)
-// gives up after the timeout, aborts the communicator and throws strata::nccl_error; later calls
-// on the group throw at once.
+// A wait on work that does not end in time (a peer that never comes; here a kernel spinning on a
+// host flag) gives up after the timeout, aborts the communicator and throws strata::nccl_error;
+// later calls on the group throw at once. ncclCommAbort frees device memory, which waits for
+// kernels already running on the device: NCCL's own kernels stop at the abort, a user's kernel does
+// not, so a host thread releases the spinning kernel after 2 s (before, this test set the flag only
+// after the throw and hung in the abort: found on the H200).
 TEST(Nccl, AWaitNeverHangsAndAbortsTheGroup) {
   auto g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
   int* flag = nullptr;
@@ -181,11 +185,15 @@ TEST(Nccl, AWaitNeverHangsAndAbortsTheGroup) {
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   spin_until<<<1, 1, 0, s>>>(dflag);
+  std::thread release([flag] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    *static_cast<volatile int*>(flag) = 1;
+  });
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_THROW(g.wait(s, std::chrono::milliseconds(100)), strata::nccl_error);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_TRUE(g.aborted());
-  *flag = 1;
+  release.join();
   EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
   EXPECT_EQ(cudaFreeHost(flag), cudaSuccess);
