@@ -320,10 +320,12 @@ std::vector<double> wide_doubles(std::uint64_t n, std::uint64_t seed, bool whole
   return v;
 }
 
+// The host's reproducible sum of v, element by element (float sums keep three windows).
 template <class T>
 T host_reproducible(const std::vector<T>& v, double init = 0) {
-  auto a = strata::detail::repro_of(init);
-  for (T x : v) a = strata::detail::repro_combine(a, strata::detail::repro_of(static_cast<double>(x)));
+  constexpr int W = strata::detail::repro_windows_for<T>;
+  auto a = strata::detail::repro_of<W>(init);
+  for (T x : v) a = strata::detail::repro_combine<W>(a, strata::detail::repro_of<W>(static_cast<double>(x)));
   return strata::detail::repro_round<T>(a);
 }
 
@@ -365,6 +367,8 @@ TEST(Reduce, ReproducibleSumsHaveTheSameBitsOnEveryLayout) {
     SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));
     const auto hd = wide_doubles(n, seed), hw = wide_doubles(n, seed + 2, true);
     std::vector<float> hf(hd.begin(), hd.end());
+    for (std::uint64_t i = 5; i < n; i += 13) hf[i] = std::ldexp(static_cast<float>(i % 1000 + 1), -149);  // subnormal
+    for (std::uint64_t i = 3; i < n; i += 17) hf[i] = (i & 1) ? 0.0f : -0.0f;
     const auto hy = random_vector<float>(n, seed + 1);
     std::vector<double> prod(n);
     for (std::uint64_t i = 0; i < n; ++i) prod[i] = static_cast<double>(hf[i]) * hy[i];

@@ -28,15 +28,17 @@ std::uint64_t bits_of(T x) {
   return u;
 }
 
+template <int W = repro_acc::windows>
 repro_acc sequential(const std::vector<double>& v) {
   repro_acc a = repro_zero();
-  for (double x : v) a = repro_combine(a, repro_of(x));
+  for (double x : v) a = repro_combine<W>(a, repro_of<W>(x));
   return a;
 }
 
 // The same elements, cut into random groups, each summed in random order (by a running
 // accumulator, as one GPU thread sums its elements, or element by element), then the groups
 // combined in random order: what any partition, any grid and any reduction tree does.
+template <int W = repro_acc::windows>
 repro_acc grouped(std::vector<double> v, std::mt19937_64& g) {
   std::shuffle(v.begin(), v.end(), g);
   std::vector<repro_acc> parts;
@@ -44,11 +46,11 @@ repro_acc grouped(std::vector<double> v, std::mt19937_64& g) {
     const std::size_t len = 1 + g() % (v.size() - at);
     repro_acc a = repro_zero();
     if (g() & 1) {
-      strata::detail::repro_thread t;
+      strata::detail::repro_thread<W> t;
       for (std::size_t i = at; i < at + len; ++i) t.add(v[i]);
       a = t.get();
     } else {
-      for (std::size_t i = at; i < at + len; ++i) a = repro_combine(repro_of(v[i]), a);
+      for (std::size_t i = at; i < at + len; ++i) a = repro_combine<W>(repro_of<W>(v[i]), a);
     }
     parts.push_back(a);
     at += len;
@@ -56,7 +58,7 @@ repro_acc grouped(std::vector<double> v, std::mt19937_64& g) {
   // A random binary tree over the parts.
   while (parts.size() > 1) {
     const std::size_t i = g() % (parts.size() - 1);
-    parts[i] = repro_combine(parts[i + 1], parts[i]);
+    parts[i] = repro_combine<W>(parts[i + 1], parts[i]);
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
   }
   return parts.empty() ? repro_zero() : parts[0];
@@ -74,21 +76,65 @@ std::vector<double> wide_data(std::size_t n, int min_exp, int max_exp, std::mt19
 
 }  // namespace
 
-TEST(Reproducible, SameBitsForAnyGroupingAndOrder) {
+// (Four windows: double sums; three: float sums.)
+template <int W>
+void same_bits_for_any_grouping() {
   std::mt19937_64 g(std::random_device{}());
   for (int trial = 0; trial < 200; ++trial) {
     const auto v = wide_data(1 + g() % 3000, -1070, 1000, g);
-    const repro_acc ref = sequential(v);
+    const repro_acc ref = sequential<W>(v);
+    for (int w = 0; w < repro_acc::windows - W; ++w) ASSERT_EQ(ref.w[w], 0) << "window " << w << " is not kept";
     const double want = repro_round<double>(ref);
     const float want_f = repro_round<float>(ref);
     for (int k = 0; k < 5; ++k) {
-      const repro_acc a = grouped(v, g);
+      const repro_acc a = grouped<W>(v, g);
       ASSERT_EQ(a.top, ref.top);
       for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a.w[w], ref.w[w]) << "window " << w;
       ASSERT_EQ(bits_of(repro_round<double>(a)), bits_of(want));
       ASSERT_EQ(bits_of(repro_round<float>(a)), bits_of(want_f));
     }
   }
+}
+TEST(Reproducible, SameBitsForAnyGroupingAndOrder) { same_bits_for_any_grouping<4>(); }
+TEST(Reproducible, SameBitsForAnyGroupingAndOrderWithThreeWindows) { same_bits_for_any_grouping<3>(); }
+
+// The float overload of the running accumulator (bit widening, float limit, zeros skipped)
+// deposits exactly what the double overload deposits for the same values: normal floats of every
+// exponent, subnormals, zeros of both signs, infinities and NaNs, in random order.
+template <int W>
+void float_terms_deposit_as_doubles() {
+  std::mt19937_64 g(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> v(1 + g() % 2000);
+    const int lo = -149 + static_cast<int>(g() % 200);  // the smallest exponent of this trial
+    for (auto& x : v) {
+      const auto r = g() % 1000;
+      if (r == 0) x = (g() & 1) ? 0.0f : -0.0f;
+      else if (r == 1 && trial % 4 == 0) x = std::numeric_limits<float>::infinity() * ((g() & 1) ? 1 : -1);
+      else if (r == 2 && trial % 8 == 0) x = std::numeric_limits<float>::quiet_NaN();
+      else if (r < 20) x = std::ldexp(static_cast<float>(1 + g() % 0x7fffff), -149) * ((g() & 1) ? 1 : -1);  // subnormal
+      else {
+        const int e = lo + static_cast<int>(g() % static_cast<unsigned>(128 - lo));
+        x = std::ldexp(1.0f + static_cast<float>(g() % 0x800000) / 0x800000, e) * ((g() & 1) ? 1 : -1);
+      }
+    }
+    strata::detail::repro_thread<W> f, d;
+    for (float x : v) {
+      f.add(x);
+      d.add(static_cast<double>(x));
+    }
+    const repro_acc a = f.get(), b = d.get();
+    ASSERT_EQ(a.top, b.top);
+    ASSERT_EQ(a.special, b.special);
+    for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a.w[w], b.w[w]) << "window " << w << ", trial " << trial;
+    EXPECT_EQ(strata::detail::repro_widen_normal(1.5f), 1.5);
+    EXPECT_EQ(strata::detail::repro_widen_normal(-std::numeric_limits<float>::min()), -double(std::numeric_limits<float>::min()));
+    EXPECT_EQ(strata::detail::repro_widen_normal(std::numeric_limits<float>::max()), double(std::numeric_limits<float>::max()));
+  }
+}
+TEST(Reproducible, FloatTermsDepositAsTheirDoubles) {
+  float_terms_deposit_as_doubles<4>();
+  float_terms_deposit_as_doubles<3>();
 }
 
 // Values within 80 bits of each other (under the four kept windows): the sum is exact before the
@@ -105,6 +151,11 @@ TEST(Reproducible, RunningAccumulatorRaisesExactly) {
     const repro_acc a = t.get(), ref = sequential(v);
     ASSERT_EQ(a.top, ref.top);
     for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a.w[w], ref.w[w]) << "window " << w << ", from 2^" << lo;
+    strata::detail::repro_thread<3> t3;
+    for (double x : v) t3.add(x);
+    const repro_acc a3 = t3.get(), ref3 = sequential<3>(v);
+    ASSERT_EQ(a3.top, ref3.top);
+    for (int w = 0; w < repro_acc::windows; ++w) ASSERT_EQ(a3.w[w], ref3.w[w]) << "three windows: window " << w << ", from 2^" << lo;
   }
 }
 
@@ -124,28 +175,38 @@ TEST(Reproducible, ExactWhenTheDataSpansFewerBitsThanTheWindows) {
   }
 }
 
+// The exact sum, in long double (Neumaier's compensated sum over the values by magnitude).
+long double reference_sum(const std::vector<double>& v) {
+  std::vector<long double> sorted(v.begin(), v.end());
+  std::sort(sorted.begin(), sorted.end(), [](long double a, long double b) { return std::fabs(a) < std::fabs(b); });
+  long double ref = 0, comp = 0;
+  for (long double x : sorted) {
+    const long double t = ref + x;
+    comp += std::fabs(ref) >= std::fabs(x) ? (ref - t) + x : (x - t) + ref;
+    ref = t;
+  }
+  return ref + comp;
+}
+
 // Data over the whole exponent range: within N * 2^-90 * max|x| (dropped windows) plus half an
-// ulp of the result, against a long double reference summed by magnitude.
+// ulp of the result, against a long double reference summed by magnitude; float sums (three
+// windows) within N * 2^-60 * max|x| plus half a float ulp, over the floats' range.
 TEST(Reproducible, ErrorBoundOverTheWholeRange) {
   std::mt19937_64 g(std::random_device{}());
   for (int trial = 0; trial < 100; ++trial) {
-    auto v = wide_data(2000, -300, 300, g);
-    std::vector<long double> sorted(v.begin(), v.end());
-    std::sort(sorted.begin(), sorted.end(), [](long double a, long double b) { return std::fabs(a) < std::fabs(b); });
-    long double ref = 0, comp = 0;  // Neumaier
-    for (long double x : sorted) {
-      const long double t = ref + x;
-      comp += std::fabs(ref) >= std::fabs(x) ? (ref - t) + x : (x - t) + ref;
-      ref = t;
+    for (const bool as_float : {false, true}) {
+      auto v = as_float ? wide_data(2000, -120, 100, g) : wide_data(2000, -300, 300, g);
+      if (as_float)
+        for (auto& x : v) x = static_cast<float>(x);
+      const long double ref = reference_sum(v);
+      double max_abs = 0;
+      for (double x : v) max_abs = std::max(max_abs, std::fabs(x));
+      const double got = as_float ? repro_round<float>(grouped<3>(v, g)) : repro_round<double>(grouped(v, g));
+      const long double bound = static_cast<long double>(v.size()) * std::ldexp(max_abs, as_float ? -60 : -90) +
+                                0.5L * std::ldexp(1.0L, std::ilogb(got == 0 ? 1.0 : got) - (as_float ? 23 : 52)) +
+                                std::fabs(ref) * std::ldexp(1.0L, -62);
+      EXPECT_LE(std::fabs(static_cast<long double>(got) - ref), bound) << "trial " << trial << (as_float ? " (float)" : "");
     }
-    ref += comp;
-    double max_abs = 0;
-    for (double x : v) max_abs = std::max(max_abs, std::fabs(x));
-    const double got = repro_round<double>(grouped(v, g));
-    const long double bound = static_cast<long double>(v.size()) * std::ldexp(max_abs, -90) +
-                              0.5L * std::ldexp(1.0L, std::ilogb(got == 0 ? 1.0 : got) - 52) +
-                              std::fabs(ref) * std::ldexp(1.0L, -62);
-    EXPECT_LE(std::fabs(static_cast<long double>(got) - ref), bound) << "trial " << trial;
   }
 }
 

@@ -521,8 +521,9 @@ bool equal(const RA& a, const RB& b) {
 /// root add window sums exactly and the sum is rounded once, to nearest. Covers sums (`+`) of
 /// `float` and `double`, the elements or `f`'s results widened to double (exactly for float, so a
 /// float dot product `f = a * b` in double is exact per term). Error against the exact sum of the
-/// (transformed) elements: at most N * 2^-90 * max|x| plus half an ulp of the result; elements
-/// below 2^-1073 in magnitude count as zero. Infinities and NaNs give the IEEE sum's special
+/// (transformed) elements: at most N * 2^-90 * max|x| (double sums; float sums keep one window fewer:
+/// N * 2^-60 * max|x|) plus half an ulp of the result; elements below 2^-1073 in magnitude count
+/// as zero. Infinities and NaNs give the IEEE sum's special
 /// value; a zero sum is +0. At most 2^33 elements per call (the integer windows could overflow beyond).
 struct reproducible_t {
   explicit constexpr reproducible_t() = default;
@@ -549,16 +550,17 @@ struct fold_repro {
   repro_acc init;
   __device__ T operator()(const slot_table<repro_acc>& t) const {
     repro_acc acc = init;
-    for (int j = 0; j < t.size; ++j) acc = repro_combine(acc, *t.ptr[j]);
+    for (int j = 0; j < t.size; ++j) acc = repro_combine<repro_windows_for<T>>(acc, *t.ptr[j]);
     return repro_round<T>(acc);
   }
 };
 
 // The partial of a reproducible sum over a zip (a single range is a zip of one): Strata's own
 // kernels (repro.cuh) over the segment, in the place's temp storage, the block accumulators
-// combined by one more block into *out.
-template <class Z, class F>
+// combined by one more block into *out. T: the sum's type (how many windows it keeps).
+template <class T, class Z, class F>
 struct repro_partial {
+  static constexpr int W = repro_windows_for<T>;
   const Z& z;
   F f;
   void operator()(std::size_t i, place_state& p, repro_acc* out) const {
@@ -566,7 +568,7 @@ struct repro_partial {
     const std::uint64_t n = z.partition().count(i);
     int sms = 0, per_sm = 0;
     STRATA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, p.device()));
-    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, repro_blocks_kernel<decltype(g)>, repro_block, 0));
+    STRATA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, repro_blocks_kernel<W, decltype(g)>, repro_block, 0));
     const unsigned blocks = repro_grid(n, std::uint64_t(sms) * std::uint64_t(per_sm > 0 ? per_sm : 1));
     run_cub(p, [&](void* temp, std::size_t& bytes) -> cudaError_t {
       if (temp == nullptr) {
@@ -574,8 +576,8 @@ struct repro_partial {
         return cudaSuccess;
       }
       auto* partials = static_cast<repro_acc*>(temp);
-      repro_blocks_kernel<<<blocks, repro_block, 0, p.stream()>>>(g, n, partials);
-      repro_fold_kernel<<<1, repro_block, 0, p.stream()>>>(partials, blocks, out);
+      repro_blocks_kernel<W><<<blocks, repro_block, 0, p.stream()>>>(g, n, partials);
+      repro_fold_kernel<W><<<1, repro_block, 0, p.stream()>>>(partials, blocks, out);
       return cudaGetLastError();
     });
   }
@@ -597,8 +599,8 @@ template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 
 future<T> transform_reduce_async(reproducible_t, const Z& z, T init, F f) {
   detail::require_reproducible<T>("strata::transform_reduce", z.size());
   return detail::reduce_to_future<T, detail::repro_acc>("strata::transform_reduce", z.places(), z.partition(),
-                                                       detail::repro_partial<Z, F>{z, f},
-                                                       detail::fold_repro<T>{detail::repro_of(static_cast<double>(init))}, init);
+                                                       detail::repro_partial<T, Z, F>{z, f},
+                                                       detail::fold_repro<T>{detail::repro_of<detail::repro_windows_for<T>>(static_cast<double>(init))}, init);
 }
 /// Reproducible n-ary transform_reduce over a zip, waiting for the value.
 template <class Z, class T, class F, std::enable_if_t<is_zip_range_v<Z>, int> = 0>

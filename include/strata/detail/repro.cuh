@@ -18,6 +18,14 @@
 // is exact (a few floating-point additions per window and element, no integer work: the
 // memory-bound sum hides them). Tops from 60 up work in units scaled by 2^-64 so that no running
 // value overflows; elements too small for that scaling to be exact deposit nothing at such tops.
+//
+// Sums rounded to float keep three windows (T-2..T) instead of four: the same rules with the
+// lowest window T-2 (a raise drops what falls below it), an error bound of N * 2^-60 * max|x|,
+// still some 2^36 below a float's precision for the element counts allowed, and a third fewer
+// double additions per element: float sums are the ones where the FP64 deposit work, not the
+// memory, bounded the speed. Float terms widen to double by bit arithmetic (the conversion
+// instruction runs at a quarter of the FP64 adds' rate on sm_90), compare against the limit in
+// float, and skip zeros.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -53,6 +61,10 @@ __host__ __device__ inline repro_acc repro_zero() {
   return a;
 }
 
+/// How many windows (from the top) a sum rounded to T keeps: 3 for float, 4 for double.
+template <class T>
+inline constexpr int repro_windows_for = std::is_same_v<T, float> ? 3 : 4;
+
 /// The smallest top window T (>= 3) with |x| < 2^29 u_T, for a finite x.
 __host__ __device__ inline int repro_top_of(double x) {
   std::uint64_t u;
@@ -75,16 +87,32 @@ __host__ __device__ inline double repro_or1(double x) {
   return x;
 }
 
-/// A thread's running accumulator: deposits in double arithmetic (see the file comment), turned
-/// into a repro_acc at the end. `s[k]` runs window top - k.
+/// A finite nonzero normal float widened to double by bit arithmetic (exact, as the conversion).
+__host__ __device__ __forceinline__ double repro_widen_normal(float f) {
+  std::uint32_t u;
+  ::memcpy(&u, &f, sizeof u);
+  // Sign stays; exponent and the top 20 significand bits move to the high word, rebiased
+  // (1023 - 127); the low 3 significand bits open the low word.
+  const std::uint32_t hi = (u & 0x80000000u) | (((u & 0x7fffffffu) >> 3) + ((1023u - 127u) << 20));
+  const std::uint64_t b = (std::uint64_t{hi} << 32) | (std::uint64_t{u} << 29 & 0xffffffffu);
+  double d;
+  ::memcpy(&d, &b, sizeof d);
+  return d;
+}
+
+/// A thread's running accumulator keeping W windows (3 or 4): deposits in double arithmetic (see
+/// the file comment), turned into a repro_acc at the end. `s[k]` runs window top - k.
+template <int W = repro_acc::windows>
 struct repro_thread {
-  double s[repro_acc::windows];
+  static_assert(W == 3 || W == 4, "reproducible sums keep 3 or 4 windows");
+  double s[W];
   double limit;  // 2^29 u_top (scaled): an element at or above it raises the top (or is inf/NaN)
+  float limit_f;  // the same limit as a float (0 below the floats, inf above them): exact
   double scale;  // 1, or 2^-64 from scaled_top up
   int top;
   std::uint32_t special;
 
-  __host__ __device__ repro_thread() : s{}, limit(0), scale(1), top(-1), special(0) {}
+  __host__ __device__ repro_thread() : s{}, limit(0), limit_f(0), scale(1), top(-1), special(0) {}
 
   // log2 of window (top - k)'s unit as the running values hold it.
   __host__ __device__ __forceinline__ int unit_exp(int k) const {
@@ -96,21 +124,22 @@ struct repro_thread {
     scale = top >= repro_acc::scaled_top ? ::ldexp(1.0, -repro_acc::scale_bits) : 1.0;
     // (unscaled: it meets the element before the scaling; infinite from the top that holds every double)
     limit = ::ldexp(1.0, repro_acc::window_bits * top + repro_acc::unit0 + 29);
+    limit_f = static_cast<float>(limit);  // a power of two: exact, 0 or inf outside the floats
 #pragma unroll
-    for (int k = 0; k < repro_acc::windows; ++k) {
+    for (int k = 0; k < W; ++k) {
       const int e = unit_exp(k);
       s[k] = ::ldexp(1.5, e + 52) + ::ldexp(static_cast<double>(a.w[repro_acc::windows - 1 - k]), e);
     }
   }
 
-  /// The exact window sums.
+  /// The exact window sums (windows below the W kept ones hold 0).
   __host__ __device__ __forceinline__ repro_acc get() const {
     repro_acc a = repro_zero();
     a.special = special;
     if (top < 0) return a;
     a.top = top;
 #pragma unroll
-    for (int k = 0; k < repro_acc::windows; ++k) {
+    for (int k = 0; k < W; ++k) {
       const int e = unit_exp(k);
       // s[k] and its base lie in one binade: the difference is exact, and an integer in units.
       a.w[repro_acc::windows - 1 - k] = static_cast<std::int64_t>(::ldexp(s[k] - ::ldexp(1.5, e + 52), -e));
@@ -147,18 +176,40 @@ struct repro_thread {
   __host__ __device__ __forceinline__ void add(double x) {
     if (!(::fabs(x) < limit) && !admit(x)) return;
     if constexpr (MayScale) x *= scale;
+    deposit(x);
+  }
+
+  /// Deposits one float element: the same deposit as add(double(x)), cheaper (see the file comment).
+  __host__ __device__ __forceinline__ void add(float x) {
+    std::uint32_t u;
+    ::memcpy(&u, &x, sizeof u);
+    if (::fabsf(x) < limit_f && (u & 0x7f800000u) != 0) {
+      deposit(repro_widen_normal(x));  // the common case: a normal float under the limit
+      return;
+    }
+    // The rest: zeros (they deposit nothing), subnormals, infinities, NaNs, new tops.
+    if (x == 0.0f) return;
+    const double d = static_cast<double>(x);
+    if (!(::fabs(d) < limit) && !admit(d)) return;
+    deposit(d);
+  }
+
+ private:
+  __host__ __device__ __forceinline__ void deposit(double x) {
 #pragma unroll
-    for (int k = 0; k < repro_acc::windows - 1; ++k) {
+    for (int k = 0; k < W - 1; ++k) {
       const double q = s[k] + repro_or1(x);
       const double d = q - s[k];
       s[k] = q;
       x -= d;
     }
-    s[repro_acc::windows - 1] += repro_or1(x);
+    s[W - 1] += repro_or1(x);
   }
 };
 
-/// `a` re-expressed with its highest window at `t` >= a.top: windows below t - 3 are dropped.
+/// `a` (keeping W windows) re-expressed with its highest window at `t` >= a.top: windows below
+/// t - (W - 1) are dropped.
+template <int W = repro_acc::windows>
 __host__ __device__ __forceinline__ repro_acc repro_raise(const repro_acc& a, int t) {
   if (a.top == t) return a;
   repro_acc b = a;
@@ -175,26 +226,32 @@ __host__ __device__ __forceinline__ repro_acc repro_raise(const repro_acc& a, in
       b.w[k] = shift ? above : b.w[k];
     }
   }
+#pragma unroll
+  for (int k = 0; k < repro_acc::windows - W; ++k) b.w[k] = 0;  // below the kept windows
   return b;
 }
 
-__host__ __device__ __forceinline__ void repro_thread::raise(int t) {
-  const repro_acc a = repro_raise(get(), t);
+template <int W>
+__host__ __device__ __forceinline__ void repro_thread<W>::raise(int t) {
+  const repro_acc a = repro_raise<W>(get(), t);
   top = t;
   load(a);
 }
 
-/// The accumulator of one element.
+/// The accumulator of one element (keeping W windows).
+template <int W = repro_acc::windows>
 __host__ __device__ __forceinline__ repro_acc repro_of(double x) {
-  repro_thread t;
+  repro_thread<W> t;
   t.add(x);
   return t.get();
 }
 
-/// The accumulator of the elements of both: exact, associative and commutative.
+/// The accumulator of the elements of both (each keeping W windows): exact, associative and
+/// commutative.
+template <int W = repro_acc::windows>
 __host__ __device__ __forceinline__ repro_acc repro_combine(const repro_acc& a, const repro_acc& b) {
   const int t = a.top > b.top ? a.top : b.top;
-  const repro_acc x = repro_raise(a, t), y = repro_raise(b, t);
+  const repro_acc x = repro_raise<W>(a, t), y = repro_raise<W>(b, t);
   repro_acc s;
   s.top = t;
   s.special = a.special | b.special;
@@ -285,8 +342,9 @@ __host__ __device__ T repro_round(const repro_acc& a) {
 }
 
 /// CUB's reduction operator over accumulators.
+template <int W>
 struct repro_combine_fn {
-  __host__ __device__ repro_acc operator()(const repro_acc& a, const repro_acc& b) const { return repro_combine(a, b); }
+  __host__ __device__ repro_acc operator()(const repro_acc& a, const repro_acc& b) const { return repro_combine<W>(a, b); }
 };
 
 // ---- the per-segment kernels ----------------------------------------------------------
@@ -295,17 +353,22 @@ inline constexpr int repro_block = 256;
 /// The most elements one thread of repro_blocks_kernel may deposit (see repro_thread::add).
 inline constexpr std::uint64_t repro_max_per_thread = std::uint64_t{1} << 21;
 
-/// Every block's accumulator of the terms g(0) .. g(n - 1) (each converted to double), over a
-/// grid-stride loop. The result does not depend on the grid.
-template <class G>
+/// Every block's accumulator (keeping W windows) of the terms g(0) .. g(n - 1) (floats as they
+/// are, anything else converted to double), over a grid-stride loop. The result does not depend
+/// on the grid.
+template <int W, class G>
 __global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uint64_t n, repro_acc* out) {
-  // Float terms never reach the scaled tops (|x| < 2^128).
-  constexpr bool may_scale = !std::is_same_v<std::decay_t<decltype(g(std::uint64_t{0}))>, float>;
   // Loads issued ahead of the deposits: 32 bytes per thread in flight (8 floats, 4 doubles), as a
   // memory-bound loop needs to cover the memory latency.
   using term = std::decay_t<decltype(g(std::uint64_t{0}))>;
   constexpr int ahead = sizeof(term) >= 8 ? 4 : 8;
-  repro_thread t;
+  repro_thread<W> t;
+  const auto add = [&t](const term& x) {
+    if constexpr (std::is_same_v<term, float>)
+      t.add(x);  // never the scaled tops (|x| < 2^128)
+    else
+      t.add(static_cast<double>(x));
+  };
   const std::uint64_t stride = std::uint64_t{gridDim.x} * repro_block;
   std::uint64_t i = std::uint64_t{blockIdx.x} * repro_block + threadIdx.x;
   for (; i + (ahead - 1) * stride < n; i += ahead * stride) {
@@ -313,23 +376,23 @@ __global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uin
 #pragma unroll
     for (int j = 0; j < ahead; ++j) x[j] = g(i + j * stride);
 #pragma unroll
-    for (int j = 0; j < ahead; ++j) t.add<may_scale>(static_cast<double>(x[j]));
+    for (int j = 0; j < ahead; ++j) add(x[j]);
   }
-  for (; i < n; i += stride) t.add<may_scale>(static_cast<double>(g(i)));
+  for (; i < n; i += stride) add(g(i));
   using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
   __shared__ typename block_reduce::TempStorage temp;
-  const repro_acc a = block_reduce(temp).Reduce(t.get(), repro_combine_fn{});
+  const repro_acc a = block_reduce(temp).Reduce(t.get(), repro_combine_fn<W>{});
   if (threadIdx.x == 0) out[blockIdx.x] = a;
 }
 
-/// *out = the accumulators in[0 .. n) combined (one block).
-template <int = 0>
+/// *out = the accumulators in[0 .. n) (keeping W windows) combined (one block).
+template <int W>
 __global__ void __launch_bounds__(repro_block) repro_fold_kernel(const repro_acc* in, unsigned n, repro_acc* out) {
   repro_acc a = repro_zero();
-  for (unsigned j = threadIdx.x; j < n; j += repro_block) a = repro_combine(a, in[j]);
+  for (unsigned j = threadIdx.x; j < n; j += repro_block) a = repro_combine<W>(a, in[j]);
   using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
   __shared__ typename block_reduce::TempStorage temp;
-  const repro_acc r = block_reduce(temp).Reduce(a, repro_combine_fn{});
+  const repro_acc r = block_reduce(temp).Reduce(a, repro_combine_fn<W>{});
   if (threadIdx.x == 0) *out = r;
 }
 
