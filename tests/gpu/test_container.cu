@@ -2,6 +2,7 @@
 // segment boundaries, deep copy, move, user-owned segments, and a vector over 2^31 elements.
 #include "test_util.cuh"
 
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
 
@@ -258,4 +259,98 @@ TEST(DeviceSet, MeasuredTopologyAndPolicy) {
     std::printf("%s: memory %.0f GB/s, copy 0->1 %.0f GB/s, latency %.1f us, measured in %.3f s\n",
                 staged ? "staged" : "direct", t.memory_gbps[0], t.copy(0, 1), t.latency(0, 1), t.seconds);
   }
+}
+
+// ---- the container memory cache (strata::set_memory_caching) -----------------------------------
+
+namespace {
+
+// The cache on for a scope, off (and returned) after it.
+struct caching_on {
+  caching_on() { strata::set_memory_caching(true); }
+  ~caching_on() { strata::set_memory_caching(false); }
+  caching_on(const caching_on&) = delete;
+  caching_on& operator=(const caching_on&) = delete;
+};
+
+struct scrambled {  // a permutation of the indices, as keys
+  __host__ __device__ std::uint32_t operator()(std::uint64_t i) const { return static_cast<std::uint32_t>(i * 2654435761u); }
+};
+
+}  // namespace
+
+// Containers made in a loop with the cache on: storage reused (the cache shrinks while a container
+// holds a block it kept), every algorithm that moves data sees right values on storage the pool
+// handed out a moment before (stream ordering), and release_memory_cache empties the cache.
+TEST(Container, MemoryCacheReusesStorageInOrder) {
+  const auto live_before = live_allocations::now();
+  {
+    caching_on on;
+    EXPECT_TRUE(strata::memory_caching());
+    const auto set = private_set(3);
+    for (int round = 0; round < 12; ++round) {
+      const std::uint64_t n = 1000003 + static_cast<std::uint64_t>(round % 4) * 7919;
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE("round " + std::to_string(round) + " n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+      auto h = random_vector<std::uint32_t>(n, seed);
+      strata::distributed_vector<std::uint32_t> v(h, set);
+      strata::distributed_vector<std::uint32_t> y(n, 0xdeadbeefu, set, strata::partition_policy::weighted({0, 1, 3}));
+      strata::copy(v, y);
+      EXPECT_EQ(y.to_std_vector(), h);
+      const auto r = strata::redistribute(v, strata::partition_policy::weighted({2, 0, 1}));
+      EXPECT_EQ(r.to_std_vector(), h);
+      strata::sort(v);
+      std::sort(h.begin(), h.end());
+      EXPECT_EQ(v.to_std_vector(), h);
+    }
+    const std::size_t cached = strata::memory_cache_bytes();
+    EXPECT_GE(cached, 3 * 1000003 * sizeof(std::uint32_t)) << "the freed containers were not kept";
+    {
+      strata::distributed_vector<std::uint32_t> again(1000003, 5u, set);
+      EXPECT_LT(strata::memory_cache_bytes(), cached) << "a new container did not come from the cache";
+      EXPECT_EQ(strata::reduce(again, std::uint64_t{0}), 5u * 1000003u);
+    }
+    strata::release_memory_cache();
+    EXPECT_EQ(strata::memory_cache_bytes(), 0u);
+  }
+  EXPECT_FALSE(strata::memory_caching());
+  expect_no_leak(live_before);
+}
+
+// What the cache keeps gives way when memory runs short: Strata's own cudaMalloc (here a sort's
+// scratch) and a container bigger than any kept block both succeed while the cache holds nearly
+// all of the device's free memory.
+TEST(Container, MemoryCacheGivesWayWhenMemoryRunsShort) {
+  STRATA_SKIP_IF_QUICK();
+  caching_on on;
+  const auto set = private_set(1);
+  const std::uint64_t n = 1ull << 29;  // 2 GiB of keys: the sort needs as much scratch
+  strata::distributed_vector<std::uint32_t> keys(n, set, strata::partition_policy::even(), strata::no_init);
+  strata::tabulate(keys, scrambled{});
+  // Fills the cache with all but 1 GiB of what is free (other test processes may take memory
+  // meanwhile: a few tries). The device stays this full only until the next Strata allocation.
+  const auto fill_cache = [&](std::size_t leave) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::size_t free_bytes = 0, total = 0;
+      EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+      if (free_bytes <= leave) return false;
+      try {
+        strata::distributed_vector<char> hog((free_bytes - leave), set, strata::partition_policy::even(), strata::no_init);
+        return true;  // (freed into the cache here)
+      } catch (const strata::cuda_error&) {
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(fill_cache(1ull << 30));
+  EXPECT_GT(strata::memory_cache_bytes(), 2ull << 30);
+  strata::sort(keys);  // 2 GiB of scratch, more than is free outside the cache
+  const auto sorted = keys.to_std_vector();
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  EXPECT_EQ(sorted.front(), 0u);
+  // A container bigger than the block the cache keeps, with less free outside the cache.
+  ASSERT_TRUE(fill_cache(1ull << 30));
+  const std::size_t kept = strata::memory_cache_bytes();
+  strata::distributed_vector<char> bigger(kept + (512ull << 20), set, strata::partition_policy::even(), strata::no_init);
+  EXPECT_EQ(bigger.size(), kept + (512ull << 20));
 }
