@@ -279,9 +279,10 @@ struct scrambled {  // a permutation of the indices, as keys
 
 }  // namespace
 
-// Containers made in a loop with the cache on: storage reused (the cache shrinks while a container
-// holds a block it kept), every algorithm that moves data sees right values on storage the pool
-// handed out a moment before (stream ordering), and release_memory_cache empties the cache.
+// Containers made in a loop with the cache on: storage reused (a container of a size seen before
+// makes no cudaMalloc, and the cache shrinks while it holds a kept block), every algorithm that
+// moves data sees right values on storage handed out again a moment after its last use, and
+// release_memory_cache empties the cache.
 TEST(Container, MemoryCacheReusesStorageInOrder) {
   const auto live_before = live_allocations::now();
   {
@@ -306,7 +307,9 @@ TEST(Container, MemoryCacheReusesStorageInOrder) {
     const std::size_t cached = strata::memory_cache_bytes();
     EXPECT_GE(cached, 3 * 1000003 * sizeof(std::uint32_t)) << "the freed containers were not kept";
     {
+      const auto mallocs = strata::detail::counters().device_allocs.load();
       strata::distributed_vector<std::uint32_t> again(1000003, 5u, set);
+      EXPECT_EQ(strata::detail::counters().device_allocs.load(), mallocs) << "a container of a size seen before made a cudaMalloc";
       EXPECT_LT(strata::memory_cache_bytes(), cached) << "a new container did not come from the cache";
       EXPECT_EQ(strata::reduce(again, std::uint64_t{0}), 5u * 1000003u);
     }
@@ -319,7 +322,7 @@ TEST(Container, MemoryCacheReusesStorageInOrder) {
 
 // What the cache keeps gives way when memory runs short: Strata's own cudaMalloc (here a sort's
 // scratch) and a container bigger than any kept block both succeed while the cache holds nearly
-// all of the device's free memory.
+// all of the device's free memory (without the retry, both would run out of memory).
 TEST(Container, MemoryCacheGivesWayWhenMemoryRunsShort) {
   STRATA_SKIP_IF_QUICK();
   caching_on on;

@@ -1,6 +1,7 @@
 // The graph cache's call keys (host logic, no device needed): stateless functors key by type
 // alone (an empty object's byte is indeterminate), stateful ones by type and bytes.
 #include <strata/detail/merge.cuh>
+#include <strata/distributed_vector.cuh>
 
 #include <gtest/gtest.h>
 
@@ -49,4 +50,29 @@ TEST(GraphKeys, StateThatCannotBeComparedBytewiseIsNotCached) {
   bool keyable = true;
   (void)key_of(not_trivially_copyable{"x"}, &keyable);
   EXPECT_FALSE(keyable);
+}
+
+// The container memory cache's host-side rules: request sizes round up (512 bytes, 2 MiB from
+// 1 MiB on) and a kept block serves requests from 4/5 of its size up to its size; switching the
+// cache and emptying it work without a device.
+TEST(ContainerCache, SizesRoundAndKeptBlocksFitWithinAFifth) {
+  using c = strata::detail::container_cache;
+  EXPECT_EQ(c::rounded(1), 512u);
+  EXPECT_EQ(c::rounded(512), 512u);
+  EXPECT_EQ(c::rounded(513), 1024u);
+  EXPECT_EQ(c::rounded((1u << 20) - 1), 1u << 20);
+  EXPECT_EQ(c::rounded(1u << 20), 2u << 20);
+  EXPECT_EQ(c::rounded((2u << 20) + 1), 4u << 20);
+  EXPECT_TRUE(c::fits(1000, 800));
+  EXPECT_FALSE(c::fits(1001, 800));
+  EXPECT_FALSE(c::fits(799, 800));
+  EXPECT_TRUE(c::fits(800, 800));
+  const bool was = strata::memory_caching();
+  strata::set_memory_caching(true);
+  EXPECT_TRUE(strata::memory_caching());
+  EXPECT_EQ(strata::memory_cache_bytes(), 0u);
+  strata::release_memory_cache();
+  strata::set_memory_caching(false);
+  EXPECT_FALSE(strata::memory_caching());
+  strata::set_memory_caching(was);
 }

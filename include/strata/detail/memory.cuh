@@ -14,7 +14,6 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,20 +63,21 @@ inline void device_free(int device, void* p) noexcept {
   counters().device_frees.fetch_add(1, std::memory_order_relaxed);
 }
 
-/// The container memory cache (strata::set_memory_caching): one CUDA memory pool per device that
-/// keeps what containers free (release threshold: never), so a new container of a size seen
-/// before is carved out of memory already mapped instead of a fresh cudaMalloc (about 0.27 ms per
-/// GiB on an H200). Allocations run on the cache's own stream per device, which nothing else
-/// uses, and are complete before any container sees them (one stream synchronisation per device
-/// and call), so any stream may use them at once. A free first waits for the device to finish its
-/// work, as cudaFree does, then returns the block to the pool. Peers that can access the device
-/// get access to its pool, as enabled peer access gives them to cudaMalloc memory. Off by default
-/// (or on with STRATA_MEMORY_CACHING=1 in the environment).
+/// The container memory cache (strata::set_memory_caching): the blocks containers free are kept
+/// per device, by size, and handed to the next container segment that fits (a block serves a
+/// request of at least 4/5 of its size, so a kept block is never split and never wastes more than a
+/// fifth), so a new container of a size seen before costs a map lookup instead of a cudaMalloc
+/// (about 0.27 ms per GiB on an H200). Blocks are plain cudaMalloc memory (peer access and every
+/// CUDA API treat them as before); sizes round up to 512 bytes, and to 2 MiB from 1 MiB on. A
+/// block is kept only after the device has finished its work (a free waits for the device, as
+/// cudaFree does), so whoever gets it next may use it from any stream at once. Out of memory in
+/// any Strata allocation returns the device's kept blocks and tries again (device_allocate). Off by
+/// default (on with STRATA_MEMORY_CACHING=1 in the environment).
 class container_cache {
  public:
   static container_cache& get() {
     // Never destroyed: containers freed during static destruction still find it, and the CUDA
-    // context may be gone by then (the driver reclaims the pools at exit).
+    // context may be gone by then (the driver reclaims device memory at exit).
     static container_cache* c = new container_cache;
     return *c;
   }
@@ -87,47 +87,24 @@ class container_cache {
     if (!on) release_all();
   }
 
-  /// One allocation per (devices[i], bytes[i]) (nullptr for 0 bytes), from the cache when it is
-  /// on, else with cudaMalloc. On failure, frees what it made and throws strata::cuda_error
-  /// naming the device and the size.
+  /// One allocation per (devices[i], bytes[i]) (nullptr for 0 bytes): a kept block when the
+  /// cache is on and one fits, else device_allocate. On failure, frees what it made and throws
+  /// strata::cuda_error naming the device and the size.
   std::vector<void*> allocate(const std::vector<int>& devices, const std::vector<std::size_t>& bytes) {
     std::vector<void*> out(devices.size(), nullptr);
     try {
-      if (!enabled()) {
-        for (std::size_t i = 0; i < devices.size(); ++i) out[i] = device_allocate(devices[i], bytes[i]);
-        return out;
-      }
-      std::vector<cudaStream_t> to_sync;
-      std::vector<int> sync_devices;
       for (std::size_t i = 0; i < devices.size(); ++i) {
         if (bytes[i] == 0) continue;
-        const pool& dp = pool_on(devices[i]);
-        device_guard g(devices[i]);
-        cudaError_t e = cudaMallocFromPoolAsync(&out[i], bytes[i], dp.handle, dp.stream);
-        if (e == cudaErrorMemoryAllocation) {  // what the pool keeps unused goes back, then once more
-          (void)cudaGetLastError();
-          (void)cudaStreamSynchronize(dp.stream);
-          (void)cudaMemPoolTrimTo(dp.handle, 0);
-          e = cudaMallocFromPoolAsync(&out[i], bytes[i], dp.handle, dp.stream);
+        if (!enabled()) {
+          out[i] = device_allocate(devices[i], bytes[i]);
+          continue;
         }
-        if (e != cudaSuccess) {
-          out[i] = nullptr;
-          const std::string call = "cudaMallocFromPoolAsync(" + std::to_string(bytes[i]) + " bytes)";
-          throw_cuda_error(e, call.c_str(), devices[i], __FILE__, __LINE__);
-        }
-        {
-          std::lock_guard<std::mutex> lock(m_);
-          pooled_.insert(out[i]);
-        }
-        counters().device_allocs.fetch_add(1, std::memory_order_relaxed);
-        bool seen = false;
-        for (cudaStream_t s : to_sync) seen = seen || s == dp.stream;
-        if (!seen) {
-          to_sync.push_back(dp.stream);
-          sync_devices.push_back(devices[i]);
-        }
+        std::size_t size = rounded(bytes[i]);
+        out[i] = take(devices[i], size);  // (size becomes the kept block's)
+        if (out[i] == nullptr) out[i] = device_allocate(devices[i], size);
+        std::lock_guard<std::mutex> lock(m_);
+        live_.emplace(out[i], size);
       }
-      for (std::size_t j = 0; j < to_sync.size(); ++j) STRATA_CUDA_CHECK_ON(sync_devices[j], cudaStreamSynchronize(to_sync[j]));
       return out;
     } catch (...) {
       for (std::size_t i = 0; i < devices.size(); ++i) free(devices[i], out[i]);
@@ -135,102 +112,94 @@ class container_cache {
     }
   }
 
-  /// Frees a pointer from allocate() (to the pool if it came from there). Never throws.
+  /// Frees a pointer from allocate(): kept (once the device is idle) when it came through the
+  /// cache and the cache is on, else cudaFree. Never throws.
   void free(int device, void* p) noexcept {
     if (p == nullptr) return;
-    cudaStream_t stream = nullptr;
+    std::size_t size = 0;
     {
       std::lock_guard<std::mutex> lock(m_);
-      if (pooled_.erase(p) == 0) stream = nullptr;
-      else stream = pools_.at(device).stream;
+      const auto it = live_.find(p);
+      if (it != live_.end()) {
+        size = it->second;
+        live_.erase(it);
+      }
     }
-    if (stream == nullptr) {
+    if (size == 0 || !enabled()) {
       device_free(device, p);
       return;
     }
-    quiet_device_switch on(device);
-    (void)cudaDeviceSynchronize();  // as cudaFree: no kernel may still use the block
-    (void)cudaFreeAsync(p, stream);
-    counters().device_frees.fetch_add(1, std::memory_order_relaxed);
-    if (!enabled()) (void)release(device);  // caching was turned off while the block lived
+    {
+      quiet_device_switch on(device);
+      if (cudaDeviceSynchronize() != cudaSuccess) {  // a broken context: nothing to keep
+        device_free(device, p);
+        return;
+      }
+    }
+    std::lock_guard<std::mutex> lock(m_);
+    kept_[device].emplace(size, p);
+    kept_bytes_ += size;
   }
 
-  /// Returns what the pools keep unused to CUDA; true if some pool existed on `device` (-1: every
-  /// device). Never throws.
+  /// Frees the blocks kept for `device` (-1: every device); true if there were any. Never throws.
   bool release(int device) noexcept {
-    std::lock_guard<std::mutex> lock(m_);
-    bool any = false;
-    for (auto& [d, dp] : pools_) {
-      if (device >= 0 && d != device) continue;
-      quiet_device_switch on(d);
-      (void)cudaStreamSynchronize(dp.stream);
-      (void)cudaMemPoolTrimTo(dp.handle, 0);
-      any = true;
+    std::vector<std::pair<int, void*>> gone;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      for (auto& [d, blocks] : kept_) {
+        if (device >= 0 && d != device) continue;
+        for (const auto& [size, p] : blocks) {
+          gone.emplace_back(d, p);
+          kept_bytes_ -= size;
+        }
+        blocks.clear();
+      }
     }
-    return any;
+    for (const auto& [d, p] : gone) device_free(d, p);
+    return !gone.empty();
   }
   void release_all() noexcept { (void)release(-1); }
 
-  /// Bytes the pools hold that no container uses (every device).
-  std::size_t cached_bytes() {
+  /// Bytes kept, over every device.
+  std::size_t cached_bytes() const noexcept {
     std::lock_guard<std::mutex> lock(m_);
-    std::size_t total = 0;
-    for (auto& [d, dp] : pools_) {
-      std::uint64_t reserved = 0, used = 0;
-      STRATA_CUDA_CHECK_ON(d, cudaMemPoolGetAttribute(dp.handle, cudaMemPoolAttrReservedMemCurrent, &reserved));
-      STRATA_CUDA_CHECK_ON(d, cudaMemPoolGetAttribute(dp.handle, cudaMemPoolAttrUsedMemCurrent, &used));
-      total += static_cast<std::size_t>(reserved - used);
-    }
-    return total;
+    return kept_bytes_;
   }
 
+ /// The size a request of `bytes` takes: up to a multiple of 512 bytes, or of 2 MiB from 1 MiB on.
+  static std::size_t rounded(std::size_t bytes) noexcept {
+    const std::size_t unit = bytes >= (std::size_t{1} << 20) ? (std::size_t{2} << 20) : 512;
+    return (bytes + unit - 1) / unit * unit;
+  }
+  /// Whether a kept block of `block` bytes serves a (rounded) request of `size` bytes: at least
+  /// the size, at most 5/4 of it.
+  static bool fits(std::size_t block, std::size_t size) noexcept { return block >= size && block - size <= size / 4; }
+
  private:
-  struct pool {
-    cudaMemPool_t handle = nullptr;
-    cudaStream_t stream = nullptr;
-  };
   container_cache() {
     const char* env = std::getenv("STRATA_MEMORY_CACHING");
     enabled_.store(env != nullptr && env[0] == '1', std::memory_order_relaxed);
   }
-  const pool& pool_on(int device) {
+  // The smallest kept block of at least `size` bytes and at most 5/4 of it (size set to its
+  // size), or nullptr.
+  void* take(int device, std::size_t& size) {
     std::lock_guard<std::mutex> lock(m_);
-    auto it = pools_.find(device);
-    if (it != pools_.end()) return it->second;
-    device_guard g(device);
-    pool dp;
-    cudaMemPoolProps props{};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.handleTypes = cudaMemHandleTypeNone;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    STRATA_CUDA_CHECK_ON(device, cudaMemPoolCreate(&dp.handle, &props));
-    try {
-      std::uint64_t keep = ~std::uint64_t{0};
-      STRATA_CUDA_CHECK_ON(device, cudaMemPoolSetAttribute(dp.handle, cudaMemPoolAttrReleaseThreshold, &keep));
-      int count = 0;
-      STRATA_CUDA_CHECK_ON(device, cudaGetDeviceCount(&count));
-      for (int peer = 0; peer < count; ++peer) {
-        int can = 0;
-        if (peer == device || cudaDeviceCanAccessPeer(&can, peer, device) != cudaSuccess || !can) continue;
-        cudaMemAccessDesc desc{};
-        desc.location.type = cudaMemLocationTypeDevice;
-        desc.location.id = peer;
-        desc.flags = cudaMemAccessFlagsProtReadWrite;
-        STRATA_CUDA_CHECK_ON(device, cudaMemPoolSetAccess(dp.handle, &desc, 1));
-      }
-      STRATA_CUDA_CHECK_ON(device, cudaStreamCreateWithFlags(&dp.stream, cudaStreamNonBlocking));
-    } catch (...) {
-      (void)cudaMemPoolDestroy(dp.handle);
-      throw;
-    }
-    return pools_.emplace(device, dp).first->second;
+    auto d = kept_.find(device);
+    if (d == kept_.end()) return nullptr;
+    const auto it = d->second.lower_bound(size);
+    if (it == d->second.end() || !fits(it->first, size)) return nullptr;
+    void* p = it->second;
+    size = it->first;
+    kept_bytes_ -= it->first;
+    d->second.erase(it);
+    return p;
   }
 
   std::atomic<bool> enabled_{false};
-  std::mutex m_;
-  std::map<int, pool> pools_;  // (std::map: references stay valid as pools are added)
-  std::unordered_set<void*> pooled_;
+  mutable std::mutex m_;
+  std::map<int, std::multimap<std::size_t, void*>> kept_;  // device -> (size, block)
+  std::map<void*, std::size_t> live_;                        // blocks handed out through the cache
+  std::size_t kept_bytes_ = 0;
 };
 
 inline bool release_cached_on(int device) noexcept { return container_cache::get().release(device); }

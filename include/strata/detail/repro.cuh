@@ -371,12 +371,39 @@ __global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uin
   };
   const std::uint64_t stride = std::uint64_t{gridDim.x} * repro_block;
   std::uint64_t i = std::uint64_t{blockIdx.x} * repro_block + threadIdx.x;
-  for (; i + (ahead - 1) * stride < n; i += ahead * stride) {
-    term x[ahead];
+  const std::uint64_t batch = ahead * stride;
+  if constexpr (std::is_same_v<term, float>) {
+    // Float terms: the next batch's loads are issued before this batch's deposits, so a thread's
+    // 32 bytes stay in flight while it computes (the float path is where the deposits' time shows;
+    // 2026-12-03: 0.59x of CUB's plain float sum with load-then-deposit batches).
+    if (i + (ahead - 1) * stride < n) {
+      term cur[ahead];
 #pragma unroll
-    for (int j = 0; j < ahead; ++j) x[j] = g(i + j * stride);
+      for (int j = 0; j < ahead; ++j) cur[j] = g(i + j * stride);
+      for (;;) {
+        const std::uint64_t next = i + batch;
+        const bool more = next + (ahead - 1) * stride < n;
+        term nxt[ahead];
+        if (more) {
 #pragma unroll
-    for (int j = 0; j < ahead; ++j) add(x[j]);
+          for (int j = 0; j < ahead; ++j) nxt[j] = g(next + j * stride);
+        }
+#pragma unroll
+        for (int j = 0; j < ahead; ++j) add(cur[j]);
+        i = next;
+        if (!more) break;
+#pragma unroll
+        for (int j = 0; j < ahead; ++j) cur[j] = nxt[j];
+      }
+    }
+  } else {
+    for (; i + (ahead - 1) * stride < n; i += batch) {
+      term x[ahead];
+#pragma unroll
+      for (int j = 0; j < ahead; ++j) x[j] = g(i + j * stride);
+#pragma unroll
+      for (int j = 0; j < ahead; ++j) add(x[j]);
+    }
   }
   for (; i < n; i += stride) add(g(i));
   using block_reduce = cub::BlockReduce<repro_acc, repro_block>;
