@@ -13,6 +13,10 @@
 #   STRATA_SKIP_TESTS=1             benchmarks only (builds only the benchmark and strata-info), for a
 #                                   second device call when tests and benchmarks together would pass
 #                                   the per-call time limit
+#   STRATA_NCCL_LIB=PATH            an NCCL (libnccl.so.2, or .xz of it) for the multi-rank runs only:
+#                                   2.30+ lets them share one GPU (scripts/nccl_for_one_gpu.py makes one
+#                                   small enough to carry to the GPU machine); the rest keeps the
+#                                   NCCL the build found
 #   STRATA_TEST_TIMEOUT=300         seconds any one ctest test may run before it counts as failed
 #   STRATA_CUDA_ARCHITECTURES=90    what to build for (default native: the GPU present)
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
@@ -35,12 +39,23 @@ out=${args[0]:-gpu-check-out}
 mkdir -p "$out"
 build=${STRATA_GPU_BUILD:-build-gpu}
 status=0
+# The NCCL of the multi-rank runs: STRATA_NCCL_LIB's (unpacked into the build folder), else the
+# build's own. ranks_env holds the environment those runs take.
+ranks_env=()
+if [ -n "${STRATA_NCCL_LIB:-}" ]; then
+  mkdir -p "$build/nccl-multirank"
+  case "$STRATA_NCCL_LIB" in
+    *.xz) xz -dc "$STRATA_NCCL_LIB" >"$build/nccl-multirank/libnccl.so.2" ;;
+    *) cp "$STRATA_NCCL_LIB" "$build/nccl-multirank/libnccl.so.2" ;;
+  esac
+  ranks_env=(LD_LIBRARY_PATH="$(cd "$build/nccl-multirank" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
 # Several MPI ranks with NCCL: allowed with as many GPUs as ranks, or NCCL 2.30+ (several ranks
 # on one GPU with NCCL_MULTI_RANK_GPU_ENABLE=1). ranks_allowed N sets ranks_why when it says no.
 ranks_allowed() {
   local gpus ver
   gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-  ver=$("$build/tests/strata_nccl_host_tests" --gtest_filter='*Version*' 2>/dev/null |
+  ver=$(env "${ranks_env[@]}" "$build/tests/strata_nccl_host_tests" --gtest_filter='*Version*' 2>/dev/null |
     sed -n 's/^NCCL \([0-9]*\)\.\([0-9]*\)\..*/\1\2/p')
   ranks_why="$gpus GPU(s), NCCL ${ver:-?} (several ranks on one GPU need 2.30+)"
   [ "$gpus" -ge "$1" ] || [ "${ver:-0}" -ge 230 ]
@@ -48,8 +63,8 @@ ranks_allowed() {
 run_ranks() {  # run_ranks N PROGRAM [ARGS]
   local np=$1
   shift
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 \
-    timeout 600 mpirun --oversubscribe -np "$np" "$@"
+  env "${ranks_env[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
+    NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" mpirun --oversubscribe ${ranks_env[0]:+-x LD_LIBRARY_PATH} -np "$np" "$@"
 }
 sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_sort gpu_container gpu_errors gpu_faults})
 targets=()
@@ -138,6 +153,11 @@ elif [ $status -eq 0 ]; then
             echo "=== gpu_nccl_ranks, $np ranks ==="
             run_ranks $np "$build/tests/gpu_nccl_ranks"
             echo "ranks${np}_rc=$?"
+            if [ $np -eq 2 ] && [ -x "$build/examples/multi_process" ]; then
+              echo "=== example multi_process, 2 ranks ==="
+              run_ranks 2 "$build/examples/multi_process"
+              echo "example_ranks2_rc=$?"
+            fi
           else
             echo "gpu_nccl_ranks with $np ranks not run: $ranks_why"
           fi
