@@ -284,11 +284,19 @@ struct scrambled {  // a permutation of the indices, as keys
 // moves data sees right values on storage handed out again a moment after its last use, and
 // release_memory_cache empties the cache.
 TEST(Container, MemoryCacheReusesStorageInOrder) {
+  const auto set = private_set(3);
+  {  // The set's own scratch and temp storage, made before the count (they stay with the set).
+    strata::distributed_vector<std::uint32_t> warm(1000003 + 3 * 7919, 1u, set);
+    strata::distributed_vector<std::uint32_t> other(warm.size(), 2u, set, strata::partition_policy::weighted({0, 1, 3}));
+    strata::copy(warm, other);
+    (void)strata::redistribute(warm, strata::partition_policy::weighted({2, 0, 1}));
+    strata::sort(warm);
+    (void)strata::reduce(warm, std::uint64_t{0});
+  }
   const auto live_before = live_allocations::now();
   {
     caching_on on;
     EXPECT_TRUE(strata::memory_caching());
-    const auto set = private_set(3);
     for (int round = 0; round < 12; ++round) {
       const std::uint64_t n = 1000003 + static_cast<std::uint64_t>(round % 4) * 7919;
       const std::uint64_t seed = fresh_seed();
