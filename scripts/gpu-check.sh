@@ -17,6 +17,7 @@
 #                                   2.30+ lets them share one GPU (scripts/nccl_for_one_gpu.py makes one
 #                                   small enough to carry to the GPU machine); the rest keeps the
 #                                   NCCL the build found
+#   STRATA_CTEST_JOBS=4             tests run at once
 #   STRATA_TEST_TIMEOUT=300         seconds any one ctest test may run before it counts as failed
 #   STRATA_CUDA_ARCHITECTURES=90    what to build for (default native: the GPU present)
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
@@ -143,7 +144,7 @@ elif [ $status -eq 0 ]; then
     if [ "$passes" != staged ]; then
       echo "=== ctest (peer access / direct where available) ==="
       # A per-test cap, so one hang (as gpu_nccl's once did) fails its test and not the whole call.
-      ctest --test-dir "$build" --output-on-failure -j4 --timeout "${STRATA_TEST_TIMEOUT:-300}"
+      ctest --test-dir "$build" --output-on-failure -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}"
       echo "ctest_rc=$?"
       # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
       # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
@@ -166,7 +167,7 @@ elif [ $status -eq 0 ]; then
     fi
     if [ "$passes" != direct ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="
-      STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j4 --timeout "${STRATA_TEST_TIMEOUT:-300}"
+      STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}"
       echo "staged_rc=$?"
     fi
   } >"$out/tests.log" 2>&1
