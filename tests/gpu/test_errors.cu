@@ -1,6 +1,7 @@
 // The error model (docs/errors.md): a catalogue of bad input, each case asserting the exception
 // type and a message that names the problem, checked before any device work (outputs stay as
-// they were); out of memory on one place; two host threads on one device_set.
+// they were); out of memory on one place; two host threads on one device_set; the container
+// memory cache giving way under memory pressure.
 #include "test_util.cuh"
 
 #include <algorithm>
@@ -283,4 +284,55 @@ TEST(Concurrency, ElementAccessAndSynchronizeStayOutOfAnotherThreadsCapture) {
   EXPECT_GE(set.state().graphs.captures, captures_before + static_cast<std::uint64_t>(keys) * 5 / 6)
       << "the calls were not captured";
   EXPECT_GT(accesses, keys / 2) << "the threads hardly overlapped";
+}
+
+// ---- the container memory cache under memory pressure ------------------------------------------
+// (Here, not in gpu_container: gpu_errors runs alone (RUN_SERIAL), and this test holds nearly all
+// of the device's memory for moments, which would starve tests running beside it.)
+
+namespace {
+struct scrambled {  // a permutation of the indices, as keys
+  __host__ __device__ std::uint32_t operator()(std::uint64_t i) const { return static_cast<std::uint32_t>(i * 2654435761u); }
+};
+}  // namespace
+
+// What the cache keeps gives way when memory runs short: Strata's own cudaMalloc (here a sort's
+// scratch) and a container bigger than any kept block both succeed while the cache holds nearly
+// all of the device's free memory (without the retry, both would run out of memory).
+TEST(Errors, MemoryCacheGivesWayWhenMemoryRunsShort) {
+  STRATA_SKIP_IF_QUICK();
+  strata::set_memory_caching(true);
+  struct off_at_exit {
+    ~off_at_exit() { strata::set_memory_caching(false); }
+  } off;
+  const auto set = private_set(1);
+  const std::uint64_t n = 1ull << 29;  // 2 GiB of keys: the sort needs as much scratch
+  strata::distributed_vector<std::uint32_t> keys(n, set, strata::partition_policy::even(), strata::no_init);
+  strata::tabulate(keys, scrambled{});
+  // Fills the cache with all but 1 GiB of what is free (other test processes may take memory
+  // meanwhile: a few tries). The device stays this full only until the next Strata allocation.
+  const auto fill_cache = [&](std::size_t leave) {
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      std::size_t free_bytes = 0, total = 0;
+      EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+      if (free_bytes <= leave) return false;
+      try {
+        strata::distributed_vector<char> hog((free_bytes - leave), set, strata::partition_policy::even(), strata::no_init);
+        return true;  // (freed into the cache here)
+      } catch (const strata::cuda_error&) {
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(fill_cache(1ull << 30));
+  EXPECT_GT(strata::memory_cache_bytes(), 2ull << 30);
+  strata::sort(keys);  // 2 GiB of scratch, more than is free outside the cache
+  const auto sorted = keys.to_std_vector();
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end()));
+  EXPECT_EQ(sorted.front(), 0u);
+  // A container bigger than the block the cache keeps, with less free outside the cache.
+  ASSERT_TRUE(fill_cache(1ull << 30));
+  const std::size_t kept = strata::memory_cache_bytes();
+  strata::distributed_vector<char> bigger(kept + (512ull << 20), set, strata::partition_policy::even(), strata::no_init);
+  EXPECT_EQ(bigger.size(), kept + (512ull << 20));
 }
