@@ -98,6 +98,31 @@ class process_group;
 namespace detail {
 template <class V, class Op>
 V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op);
+
+// Every rank's slot of a group all-gather: its payload, padded to 16 bytes, then a 16-byte stamp
+// field whose first 8 bytes are the stamp of the call. NCCL can let a collective finish without a
+// rank that left (seen on an H200 with NCCL 2.32: three ranks on one GPU, one aborting instead of
+// joining, and one of the others saw its all-gather end normally with that rank's slot never
+// written). The stamp tells a slot written by this call from one left over from an earlier call or
+// never written, so such a rank is found instead of its stale bytes being used.
+/// Bytes of one rank's slot for a payload of `bytes`.
+__host__ __device__ constexpr std::size_t gather_slot_bytes(std::size_t bytes) { return (bytes + 15) / 16 * 16 + 16; }
+/// Offset of the stamp within a slot for a payload of `bytes`.
+__host__ __device__ constexpr std::size_t gather_stamp_at(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+/// The stamp of a group's `call`-th collective (the same on every rank: collectives run in the
+/// same order everywhere).
+__host__ __device__ constexpr std::uint64_t gather_stamp(std::uint64_t call) { return 0x5354524154412d00ull ^ (call << 8); }
+/// The first rank in [0, ranks) whose slot in `gathered` (slots of `slot` bytes, stamps at
+/// `stamp_at`) does not hold `stamp`, or -1 if every rank's does.
+__host__ __device__ inline int first_unstamped(const char* gathered, int ranks, std::size_t slot, std::size_t stamp_at,
+                                               std::uint64_t stamp) {
+  for (int r = 0; r < ranks; ++r) {
+    std::uint64_t got;
+    ::memcpy(&got, gathered + static_cast<std::size_t>(r) * slot + stamp_at, sizeof got);
+    if (got != stamp) return r;
+  }
+  return -1;
+}
 }  // namespace detail
 
 /// One NCCL rank: this process's place in a communicator of `size()` ranks, each driving one
@@ -176,12 +201,18 @@ class process_group {
   /// strata::nccl_error (NCCL failure, failed peer, timeout: the communicator is then aborted),
   /// strata::cuda_error for CUDA failures.
   void all_gather(const void* in, std::size_t bytes, void* out) const {
-    const std::size_t total = bytes * static_cast<std::size_t>(s_->size);
+    const std::size_t slot = detail::gather_slot_bytes(bytes);
     detail::device_guard g(s_->device);
     char* dev = enqueue_all_gather(in, bytes, 0);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(s_->host_buffer, dev, total, cudaMemcpyDeviceToHost, s_->stream));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(s_->host_buffer, dev, slot * static_cast<std::size_t>(s_->size),
+                                      cudaMemcpyDeviceToHost, s_->stream));
     wait(s_->stream, s_->timeout);
-    std::memcpy(out, s_->host_buffer, total);
+    const char* host = static_cast<const char*>(s_->host_buffer);
+    require_every_rank(detail::first_unstamped(host, s_->size, slot, detail::gather_stamp_at(bytes),
+                                               detail::gather_stamp(s_->calls)),
+                       "strata::process_group::all_gather");
+    for (int r = 0; r < s_->size; ++r)
+      std::memcpy(static_cast<char*>(out) + static_cast<std::size_t>(r) * bytes, host + static_cast<std::size_t>(r) * slot, bytes);
   }
 
   /// Runs `f(comm(), stream)` with the group's GPU current, `stream` being the group's own stream,
@@ -241,6 +272,17 @@ class process_group {
   template <class V, class Op>
   friend V detail::gather_fold(const process_group&, const V&, int, const V&, Op);
 
+  // After a gathered call completed: `missing` is the first rank whose slot this call did not
+  // write (-1: none). A rank is missing: abort the communicator, throw strata::nccl_error.
+  void require_every_rank(int missing, const char* who) const {
+    if (missing < 0) return;
+    this->abort();  // (this->: never std::abort)
+    throw nccl_error(ncclRemoteError, who, s_->rank,
+                     "rank " + std::to_string(missing) +
+                         " did not contribute to the collective (it failed or left); the communicator was aborted",
+                     __FILE__, __LINE__);
+  }
+
   // With the group's device current: the group's stream (made on first use), or strata::nccl_error
   // naming `who` once the communicator was aborted.
   cudaStream_t ready_stream(const char* who) const {
@@ -249,13 +291,15 @@ class process_group {
     return s_->stream;
   }
 
-  // With the group's device current: enqueues on the group's stream the copy of `in` into this
-  // rank's slice of the device buffer and the in-place ncclAllGather; returns the device buffer
-  // (size() * bytes gathered bytes, then `extra` bytes free for the caller). Grows the buffers
-  // (device and pinned host) first if needed.
+  // With the group's device current: enqueues on the group's stream the copy of `in`, stamped with
+  // this call's stamp, into this rank's slot of the device buffer and the in-place ncclAllGather;
+  // returns the device buffer (size() slots of gather_slot_bytes(bytes), payload first, then
+  // `extra` bytes free for the caller). Grows the buffers (device and pinned host) first if
+  // needed. Counts the call (s_->calls: its stamp is gather_stamp(s_->calls)).
   char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra) const {
     (void)ready_stream("strata::process_group::all_gather");
-    const std::size_t total = bytes * static_cast<std::size_t>(s_->size) + extra;
+    const std::size_t slot = detail::gather_slot_bytes(bytes);
+    const std::size_t total = slot * static_cast<std::size_t>(s_->size) + extra;
     if (s_->buffer_bytes < total) {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
       if (s_->device_buffer != nullptr) STRATA_CUDA_CHECK(cudaFree(s_->device_buffer));
@@ -268,11 +312,14 @@ class process_group {
     }
     char* dev = static_cast<char*>(s_->device_buffer);
     char* host = static_cast<char*>(s_->host_buffer);
-    const std::size_t at = bytes * static_cast<std::size_t>(s_->rank);
+    const std::size_t at = slot * static_cast<std::size_t>(s_->rank);
+    const std::uint64_t stamp = detail::gather_stamp(++s_->calls);
+    std::memset(host + at, 0, slot);
     std::memcpy(host + at, in, bytes);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, bytes, cudaMemcpyHostToDevice, s_->stream));
-    // In place: the send buffer is this rank's slice of the receive buffer, as NCCL allows.
-    STRATA_NCCL_CHECK(s_->rank, ncclAllGather(dev + at, dev, bytes, ncclUint8, s_->comm, s_->stream));
+    std::memcpy(host + at + detail::gather_stamp_at(bytes), &stamp, sizeof stamp);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, slot, cudaMemcpyHostToDevice, s_->stream));
+    // In place: the send buffer is this rank's slot of the receive buffer, as NCCL allows.
+    STRATA_NCCL_CHECK(s_->rank, ncclAllGather(dev + at, dev, slot, ncclUint8, s_->comm, s_->stream));
     return dev;
   }
 
@@ -287,6 +334,7 @@ class process_group {
     void* device_buffer = nullptr;
     void* host_buffer = nullptr;  // pinned
     std::size_t buffer_bytes = 0;
+    std::uint64_t calls = 0;  // collectives enqueued through enqueue_all_gather (their stamps)
     state() = default;
     state(const state&) = delete;
     state& operator=(const state&) = delete;
@@ -421,11 +469,19 @@ struct ranked_of {
   }
 };
 
-/// seed op all[0] op ... op all[upto - 1], absent values skipped, in rank order (one thread).
+/// *out = seed op v[0] op ... op v[upto - 1], v[r] being the payload of rank r's slot of
+/// `gathered` (slots of `slot` bytes), in rank order (one thread); *missing = the first of the
+/// `ranks` ranks whose slot does not hold `stamp` (first_unstamped), -1 if none.
 template <class V, class Op>
-__global__ void rank_fold_kernel(const V* all, int upto, V seed, Op op, V* out) {
+__global__ void rank_fold_kernel(const char* gathered, std::size_t slot, std::size_t stamp_at, std::uint64_t stamp,
+                                 int ranks, int upto, V seed, Op op, V* out, int* missing) {
+  *missing = first_unstamped(gathered, ranks, slot, stamp_at, stamp);
   V acc = seed;
-  for (int r = 0; r < upto; ++r) acc = op(acc, all[r]);
+  for (int r = 0; r < upto; ++r) {
+    V v;
+    ::memcpy(static_cast<void*>(&v), gathered + static_cast<std::size_t>(r) * slot, sizeof(V));
+    acc = op(acc, v);
+  }
   *out = acc;
 }
 
@@ -436,16 +492,26 @@ template <class V, class Op>
 V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op) {
   static_assert(std::is_trivially_copyable_v<V>, "values crossing ranks must be trivially copyable");
   detail::device_guard guard(g.device());
-  const std::size_t gathered = sizeof(V) * static_cast<std::size_t>(g.size());
+  // The buffer: the slots, then the folded value (aligned for V), then the missing rank (an int).
+  const std::size_t slot = gather_slot_bytes(sizeof(V));
+  const std::size_t gathered = slot * static_cast<std::size_t>(g.size());
   const std::size_t at = (gathered + alignof(V) - 1) / alignof(V) * alignof(V);
-  char* dev = g.enqueue_all_gather(&mine, sizeof(V), at - gathered + sizeof(V));
+  const std::size_t flag_at = (at + sizeof(V) + alignof(int) - 1) / alignof(int) * alignof(int);
+  const std::size_t back = flag_at + sizeof(int) - at;  // what comes back to the host
+  char* dev = g.enqueue_all_gather(&mine, sizeof(V), flag_at + sizeof(int) - gathered);
   V* out = reinterpret_cast<V*>(dev + at);
-  rank_fold_kernel<<<1, 1, 0, g.s_->stream>>>(reinterpret_cast<const V*>(dev), upto, seed, op, out);
+  int* missing = reinterpret_cast<int*>(dev + flag_at);
+  rank_fold_kernel<<<1, 1, 0, g.s_->stream>>>(dev, slot, gather_stamp_at(sizeof(V)), gather_stamp(g.s_->calls),
+                                               g.size(), upto, seed, op, out, missing);
   STRATA_CUDA_CHECK(cudaGetLastError());
-  STRATA_CUDA_CHECK(cudaMemcpyAsync(g.s_->host_buffer, out, sizeof(V), cudaMemcpyDeviceToHost, g.s_->stream));
+  STRATA_CUDA_CHECK(cudaMemcpyAsync(g.s_->host_buffer, out, back, cudaMemcpyDeviceToHost, g.s_->stream));
   g.wait(g.s_->stream, g.timeout());
+  const char* host = static_cast<const char*>(g.s_->host_buffer);
+  int who = -1;
+  std::memcpy(&who, host + (flag_at - at), sizeof who);
+  g.require_every_rank(who, "strata::process_group::all_gather");
   V r;
-  std::memcpy(&r, g.s_->host_buffer, sizeof(V));
+  std::memcpy(&r, host, sizeof(V));
   return r;
 }
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -163,4 +164,30 @@ TEST(NcclHost, RankMovesDeliverEveryElementOnce) {
   EXPECT_THROW(strata::detail::plan_rank_moves(strata::rank_layout(5, {1, 1}, strata::partition_policy::even(), 0),
                                                strata::rank_layout(6, {1, 1}, strata::partition_policy::even(), 0)),
                std::invalid_argument);
+}
+
+// The stamps of a group all-gather: every rank's slot holds its payload (16-byte aligned) and the
+// call's stamp; a slot this call did not write (a rank that left: stale bytes of an earlier call,
+// or never written) is found, the first such rank named.
+TEST(NcclHost, GatherStampsFindARankThatDidNotContribute) {
+  using namespace strata::detail;
+  EXPECT_EQ(gather_slot_bytes(1), 32u);
+  EXPECT_EQ(gather_slot_bytes(16), 32u);
+  EXPECT_EQ(gather_slot_bytes(17), 48u);
+  EXPECT_EQ(gather_stamp_at(8), 16u);
+  EXPECT_EQ(gather_stamp_at(24), 32u);
+  EXPECT_NE(gather_stamp(1), gather_stamp(2));
+  EXPECT_NE(gather_stamp(1), 0u);
+  const int ranks = 5;
+  const std::size_t bytes = 12, slot = gather_slot_bytes(bytes), at = gather_stamp_at(bytes);
+  std::vector<char> buf(slot * ranks, 0);
+  const auto stamp = [&](int r, std::uint64_t s) { std::memcpy(buf.data() + r * slot + at, &s, sizeof s); };
+  EXPECT_EQ(first_unstamped(buf.data(), ranks, slot, at, gather_stamp(7)), 0) << "a zeroed buffer";
+  for (int r = 0; r < ranks; ++r) stamp(r, gather_stamp(7));
+  EXPECT_EQ(first_unstamped(buf.data(), ranks, slot, at, gather_stamp(7)), -1);
+  EXPECT_EQ(first_unstamped(buf.data(), ranks, slot, at, gather_stamp(8)), 0) << "every slot is of the call before";
+  for (int r = 0; r < ranks; ++r) stamp(r, gather_stamp(8));
+  stamp(3, gather_stamp(7));  // rank 3 left after call 7
+  EXPECT_EQ(first_unstamped(buf.data(), ranks, slot, at, gather_stamp(8)), 3);
+  EXPECT_EQ(first_unstamped(buf.data(), 3, slot, at, gather_stamp(8)), -1) << "only ranks [0, 3) asked";
 }
