@@ -18,6 +18,7 @@
 #                                   small enough to carry to the GPU machine); the rest keeps the
 #                                   NCCL the build found
 #   STRATA_CTEST_JOBS=4             tests run at once
+#   STRATA_CHECK_BUNDLE=1           leave only summary.json and report.tar.gz (every log) in OUT_DIR
 #   STRATA_TEST_TIMEOUT=300         seconds any one ctest test may run before it counts as failed
 #   STRATA_CUDA_ARCHITECTURES=90    what to build for (default native: the GPU present)
 #   --sanitize                      instead of the tests and benchmarks, run every GPU test
@@ -213,5 +214,12 @@ summary = {"status": "pass" if status == 0 else "fail",
            "ratios": read("ratios.txt").splitlines()}
 json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY
+# STRATA_CHECK_BUNDLE=1: everything but summary.json (and a console.log the caller writes there)
+# goes into one report.tar.gz, for places that bring back only a few files.
+if [ "${STRATA_CHECK_BUNDLE:-0}" = 1 ]; then
+  (cd "$out" && find . -mindepth 1 -maxdepth 1 ! -name summary.json ! -name console.log ! -name report.tar.gz -print0 |
+    xargs -0 tar -czf report.tar.gz && find . -mindepth 1 -maxdepth 1 ! -name summary.json ! -name console.log \
+    ! -name report.tar.gz -exec rm -rf {} +)
+fi
 echo "gpu-check: $([ $status -eq 0 ] && echo PASS || echo FAIL); report in $out"
 exit $status
