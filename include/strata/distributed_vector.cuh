@@ -320,15 +320,9 @@ class distributed_vector {
   // (Through the container cache when it is on: strata::set_memory_caching.)
   void allocate() {
     data_.assign(partition_.places(), nullptr);
-    std::vector<int> devices(partition_.places());
-    std::vector<std::size_t> bytes(partition_.places());
-    for (std::size_t i = 0; i < partition_.places(); ++i) {
-      devices[i] = set_->device(i);
-      bytes[i] = partition_.count(i) * sizeof(T);
-    }
     try {
-      const std::vector<void*> p = detail::container_cache::get().allocate(devices, bytes);
-      for (std::size_t i = 0; i < p.size(); ++i) data_[i] = static_cast<T*>(p[i]);
+      for (std::size_t i = 0; i < partition_.places(); ++i)
+        data_[i] = static_cast<T*>(detail::container_cache::get().allocate(set_->device(i), partition_.count(i) * sizeof(T)));
     } catch (...) {
       release();
       throw;

@@ -87,29 +87,17 @@ class container_cache {
     if (!on) release_all();
   }
 
-  /// One allocation per (devices[i], bytes[i]) (nullptr for 0 bytes): a kept block when the
-  /// cache is on and one fits, else device_allocate. On failure, frees what it made and throws
-  /// strata::cuda_error naming the device and the size.
-  std::vector<void*> allocate(const std::vector<int>& devices, const std::vector<std::size_t>& bytes) {
-    std::vector<void*> out(devices.size(), nullptr);
-    try {
-      for (std::size_t i = 0; i < devices.size(); ++i) {
-        if (bytes[i] == 0) continue;
-        if (!enabled()) {
-          out[i] = device_allocate(devices[i], bytes[i]);
-          continue;
-        }
-        std::size_t size = rounded(bytes[i]);
-        out[i] = take(devices[i], size);  // (size becomes the kept block's)
-        if (out[i] == nullptr) out[i] = device_allocate(devices[i], size);
-        std::lock_guard<std::mutex> lock(m_);
-        live_.emplace(out[i], size);
-      }
-      return out;
-    } catch (...) {
-      for (std::size_t i = 0; i < devices.size(); ++i) free(devices[i], out[i]);
-      throw;
-    }
+  /// `bytes` on `device` (nullptr for 0 bytes): a kept block when the cache is on and one fits,
+  /// else device_allocate. Throws strata::cuda_error naming the device and the size.
+  void* allocate(int device, std::size_t bytes) {
+    if (bytes == 0) return nullptr;
+    if (!enabled()) return device_allocate(device, bytes);
+    std::size_t size = rounded(bytes);
+    void* p = take(device, size);  // (size becomes the kept block's)
+    if (p == nullptr) p = device_allocate(device, size);
+    std::lock_guard<std::mutex> lock(m_);
+    live_.emplace(p, size);
+    return p;
   }
 
   /// Frees a pointer from allocate(): kept (once the device is idle) when it came through the
