@@ -106,7 +106,7 @@ template <int W = repro_acc::windows>
 struct repro_thread {
   static_assert(W == 3 || W == 4, "reproducible sums keep 3 or 4 windows");
   double s[W];
-  double limit;  // 2^29 u_top (scaled): an element at or above it raises the top (or is inf/NaN)
+  double limit;  // 2^29 u_top (unscaled): an element at or above it raises the top (or is inf/NaN)
   float limit_f;  // the same limit as a float (0 below the floats, inf above them): exact
   double scale;  // 1, or 2^-64 from scaled_top up
   int top;
@@ -170,16 +170,14 @@ struct repro_thread {
 
   /// Deposits one element. Running values stay exact for 2^21 deposits (each is at most
   /// 2^29 units of its window, the running value may move 2^50 units): callers give a thread no
-  /// more elements than that. `MayScale = false` skips the scaling, for elements known to be
-  /// floats (their tops stay below scaled_top).
-  template <bool MayScale = true>
+  /// more elements than that.
   __host__ __device__ __forceinline__ void add(double x) {
     if (!(::fabs(x) < limit) && !admit(x)) return;
-    if constexpr (MayScale) x *= scale;
-    deposit(x);
+    deposit(x * scale);
   }
 
-  /// Deposits one float element: the same deposit as add(double(x)), cheaper (see the file comment).
+  /// Deposits one float element: the same deposit as add(double(x)), cheaper (see the file
+  /// comment); floats never reach the scaled tops (|x| < 2^128), so no scaling.
   __host__ __device__ __forceinline__ void add(float x) {
     std::uint32_t u;
     ::memcpy(&u, &x, sizeof u);
@@ -365,7 +363,7 @@ __global__ void __launch_bounds__(repro_block) repro_blocks_kernel(G g, std::uin
   repro_thread<W> t;
   const auto add = [&t](const term& x) {
     if constexpr (std::is_same_v<term, float>)
-      t.add(x);  // never the scaled tops (|x| < 2^128)
+      t.add(x);
     else
       t.add(static_cast<double>(x));
   };
