@@ -9,6 +9,7 @@
 #include <strata/algorithm/scan.cuh>
 #include <strata/algorithm/transform.cuh>
 #include <strata/detail/device_guard.cuh>
+#include <strata/detail/memory.cuh>
 #include <strata/device_set.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
@@ -302,12 +303,9 @@ class process_group {
     const std::size_t total = slot * static_cast<std::size_t>(s_->size) + extra;
     if (s_->buffer_bytes < total) {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
-      if (s_->device_buffer != nullptr) STRATA_CUDA_CHECK(cudaFree(s_->device_buffer));
-      if (s_->host_buffer != nullptr) STRATA_CUDA_CHECK(cudaFreeHost(s_->host_buffer));
-      s_->device_buffer = s_->host_buffer = nullptr;
-      s_->buffer_bytes = 0;
-      STRATA_CUDA_CHECK(cudaMalloc(&s_->device_buffer, total));
-      STRATA_CUDA_CHECK(cudaMallocHost(&s_->host_buffer, total));
+      s_->free_buffers();
+      s_->device_buffer = detail::device_allocate(s_->device, total);
+      s_->host_buffer = detail::pinned_allocate(total);
       s_->buffer_bytes = total;
     }
     char* dev = static_cast<char*>(s_->device_buffer);
@@ -338,14 +336,20 @@ class process_group {
     state() = default;
     state(const state&) = delete;
     state& operator=(const state&) = delete;
+    // Frees the buffers (Strata's allocation functions: counted, errors naming the device).
+    void free_buffers() noexcept {
+      detail::device_free(device, device_buffer);
+      detail::pinned_free(host_buffer);
+      device_buffer = host_buffer = nullptr;
+      buffer_bytes = 0;
+    }
     ~state() {
-      if (stream != nullptr || device_buffer != nullptr || host_buffer != nullptr) {
+      if (stream != nullptr) {
         detail::quiet_device_switch g(device);
-        if (stream != nullptr) (void)cudaStreamSynchronize(stream);
-        if (device_buffer != nullptr) (void)cudaFree(device_buffer);
-        if (host_buffer != nullptr) (void)cudaFreeHost(host_buffer);
-        if (stream != nullptr) (void)cudaStreamDestroy(stream);
+        (void)cudaStreamSynchronize(stream);
+        (void)cudaStreamDestroy(stream);
       }
+      free_buffers();
       if (owned && comm != nullptr && !aborted) (void)ncclCommDestroy(comm);
     }
   };
