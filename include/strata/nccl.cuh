@@ -677,8 +677,7 @@ bool equal(const process_group& g, const RA& a, const RB& b) {
 
 namespace detail {
 // This rank's offset: init op (totals of the ranks before it), or absent if there is none and no
-// init. `out` may serve as scratch for an order-preserving local total.
-// `out` may serve as scratch for an order-preserving local total when `out_is_scratch` (an
+// init. `out` may serve as scratch for an order-preserving local total when `out_is_scratch` (an
 // exclusive scan in place may not: its input would be gone); otherwise a temporary share does.
 template <class In, class Out, class Op>
 ranked<range_value_t<Out>> rank_prefix(const process_group& g, const In& in, Out& out, Op op,
@@ -707,16 +706,6 @@ ranked<range_value_t<Out>> rank_prefix(const process_group& g, const In& in, Out
   return gather_fold(g, total, g.rank(), seed, rop);
 }
 
-// True if `a` and `b` are the very same memory (an in-place call).
-template <class A, class B>
-bool same_range(const A& a, const B& b) {
-  const auto sa = as_span(a);
-  const auto sb = as_span(b);
-  if (sa.size() != sb.size() || sa.partition().places() != sb.partition().places()) return false;
-  for (std::size_t i = 0; i < sa.partition().places(); ++i)
-    if (static_cast<const void*>(sa.segment_at(i).data) != static_cast<const void*>(sb.segment_at(i).data)) return false;
-  return true;
-}
 }  // namespace detail
 
 /// Inclusive scan of the global range whose share on this rank is `in`, into `out` (this rank's
@@ -756,7 +745,7 @@ void exclusive_scan(const process_group& g, const In& in, Out&& out, T init, Op 
   using U = range_value_t<Out>;
   bool scanned = false;
   const auto prefix = detail::rank_prefix(g, in, out, op, detail::ranked<U>{static_cast<U>(init), 1},
-                                          !detail::same_range(in, out), scanned);
+                                          !detail::same_range(detail::as_span(in), detail::as_span(out)), scanned);
   exclusive_scan(in, out, prefix.value, op);
 }
 

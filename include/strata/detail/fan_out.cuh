@@ -87,6 +87,15 @@ void require_no_partial_overlap(const char* algo, const distributed_span<A>& in,
   }
 }
 
+/// True if `a` and `b` are the very same memory, segment for segment (an in-place call).
+template <class A, class B>
+bool same_range(const distributed_span<A>& a, const distributed_span<B>& b) {
+  if (a.size() != b.size() || a.segment_count() != b.segment_count()) return false;
+  for (std::size_t i = 0; i < a.segment_count(); ++i)
+    if (static_cast<const void*>(a.segment_at(i).data) != static_cast<const void*>(b.segment_at(i).data)) return false;
+  return true;
+}
+
 /// Checks that two ranges share no memory at all (not even as the very same range, which
 /// require_no_partial_overlap allows for in-place work); std::invalid_argument otherwise.
 template <class A, class B>
