@@ -141,11 +141,13 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
   grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Internal Sanitizer Error" "$out/sanitize.log" | sort | uniq -c
 elif [ $status -eq 0 ]; then
   passes=${STRATA_CHECK_PASSES:-both}
+  # Both passes: a per-test cap, so one hang (as gpu_nccl's once did) fails its test and not the
+  # whole call.
+  ctest_args=(--test-dir "$build" --output-on-failure -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}")
   [ "${STRATA_SKIP_TESTS:-0}" = 1 ] || {
     if [ "$passes" != staged ]; then
       echo "=== ctest (peer access / direct where available) ==="
-      # A per-test cap, so one hang (as gpu_nccl's once did) fails its test and not the whole call.
-      ctest --test-dir "$build" --output-on-failure -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}"
+      ctest "${ctest_args[@]}"
       echo "ctest_rc=$?"
       # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
       # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
@@ -168,7 +170,7 @@ elif [ $status -eq 0 ]; then
     fi
     if [ "$passes" != direct ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="
-      STRATA_DISABLE_P2P=1 ctest --test-dir "$build" --output-on-failure -L gpu -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}"
+      STRATA_DISABLE_P2P=1 ctest "${ctest_args[@]}" -L gpu
       echo "staged_rc=$?"
     fi
   } >"$out/tests.log" 2>&1
