@@ -15,6 +15,25 @@
 
 namespace strata {
 
+template <class T>
+class future;
+
+namespace detail {
+/// Internal: what other parts of Strata may read of a pending future without waiting for it
+/// (the NCCL layer orders its own work after the value and reads it on a device).
+struct future_access {
+  /// True if the value is still to be written by device work (false: ready by construction).
+  template <class T>
+  static bool pending(const future<T>& f) noexcept { return f.state_ != nullptr; }
+  /// Where the value will be (mapped, portable pinned memory: readable by kernels on any device)
+  /// and the event recorded after it is written. Only for a pending future.
+  template <class T>
+  static const T* value_address(const future<T>& f) noexcept { return static_cast<const T*>(f.slot_.host); }
+  template <class T>
+  static cudaEvent_t done_event(const future<T>& f) noexcept { return f.slot_.done; }
+};
+}  // namespace detail
+
 /// The result of a `*_async` algorithm: the work is enqueued on every place, and the root place
 /// writes the value into pinned host memory when it finishes. Move-only. Destroying a future
 /// whose work is still running waits for it (never throws), as std::async's future does.
@@ -89,6 +108,7 @@ class future {
   }
 
  private:
+  friend struct detail::future_access;
   void require_valid(const char* what) const {
     if (!valid()) throw std::logic_error(std::string("strata::future::") + what + ": the future has no state");
   }

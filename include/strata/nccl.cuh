@@ -98,7 +98,7 @@ inline ncclUniqueId nccl_unique_id() {
 class process_group;
 namespace detail {
 template <class V, class Op>
-V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op);
+V gather_fold_from(const process_group& g, const V* mine, cudaEvent_t ready, int upto, const V& seed, Op op);
 
 // Every rank's slot of a group all-gather: its payload, padded to 16 bytes, then a 16-byte stamp
 // field whose first 8 bytes are the stamp of the call. NCCL can let a collective finish without a
@@ -123,6 +123,14 @@ __host__ __device__ inline int first_unstamped(const char* gathered, int ranks, 
     if (got != stamp) return r;
   }
   return -1;
+}
+/// Writes one rank's slot (`slot_bytes` bytes at `slot`, 16-byte aligned) on the device: the
+/// payload of `bytes` bytes read from `in` (device-readable), zero padding, then `stamp`.
+__global__ inline void stamp_slot_kernel(char* slot, const char* in, std::size_t bytes, std::size_t slot_bytes,
+                                         std::uint64_t stamp) {
+  const std::size_t stamp_at = gather_stamp_at(bytes);
+  for (std::size_t k = 0; k < slot_bytes; ++k) slot[k] = k < bytes ? in[k] : 0;
+  ::memcpy(slot + stamp_at, &stamp, sizeof stamp);
 }
 }  // namespace detail
 
@@ -246,7 +254,13 @@ class process_group {
   void wait(cudaStream_t stream, std::chrono::milliseconds timeout) const {
     const auto start = std::chrono::steady_clock::now();
     detail::device_guard g(s_->device);
-    for (auto pause = std::chrono::microseconds(1);; pause = std::min(pause * 2, std::chrono::microseconds(1000))) {
+    // It spins (yielding the core) for the first millisecond and only then sleeps, backing off to
+    // 1 ms: a sleep lasts at least the kernel's timer slack (50 us by default on Linux), which is
+    // longer than a small collective takes (measured: a one-rank all-gather took 62 us with
+    // sleeps from the start, most of it the first sleep).
+    constexpr std::chrono::milliseconds spin(1);
+    auto pause = std::chrono::microseconds(50);
+    for (;;) {
       const cudaError_t e = cudaStreamQuery(stream);
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) detail::throw_cuda_error(e, "cudaStreamQuery (NCCL work)", s_->device, __FILE__, __LINE__);
@@ -258,20 +272,26 @@ class process_group {
         throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", s_->rank,
                          "a peer failed; the communicator was aborted", __FILE__, __LINE__);
       }
-      if (std::chrono::steady_clock::now() - start > timeout) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited > timeout) {
         this->abort();  // (this->: never std::abort)
         throw nccl_error(ncclSystemError, "strata::process_group::wait", s_->rank,
                          "no progress within " + std::to_string(timeout.count()) +
                              " ms (a peer may have died); the communicator was aborted",
                          __FILE__, __LINE__);
       }
-      std::this_thread::sleep_for(pause);
+      if (waited < spin) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      }
     }
   }
 
  private:
   template <class V, class Op>
-  friend V detail::gather_fold(const process_group&, const V&, int, const V&, Op);
+  friend V detail::gather_fold_from(const process_group&, const V*, cudaEvent_t, int, const V&, Op);
 
   // After a gathered call completed: `missing` is the first rank whose slot this call did not
   // write (-1: none). A rank is missing: abort the communicator, throw strata::nccl_error.
@@ -295,9 +315,12 @@ class process_group {
   // With the group's device current: enqueues on the group's stream the copy of `in`, stamped with
   // this call's stamp, into this rank's slot of the device buffer and the in-place ncclAllGather;
   // returns the device buffer (size() slots of gather_slot_bytes(bytes), payload first, then
-  // `extra` bytes free for the caller). Grows the buffers (device and pinned host) first if
-  // needed. Counts the call (s_->calls: its stamp is gather_stamp(s_->calls)).
-  char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra) const {
+  // `extra` bytes free for the caller). `in` is host memory when `ready` is null; otherwise it is
+  // device-readable memory written by work that `ready` was recorded after (the group's stream
+  // waits for that event, so the payload never passes through the host). Grows the buffers
+  // (device and pinned host) first if needed. Counts the call (s_->calls: its stamp is
+  // gather_stamp(s_->calls)).
+  char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra, cudaEvent_t ready = nullptr) const {
     (void)ready_stream("strata::process_group::all_gather");
     const std::size_t slot = detail::gather_slot_bytes(bytes);
     const std::size_t total = slot * static_cast<std::size_t>(s_->size) + extra;
@@ -312,10 +335,16 @@ class process_group {
     char* host = static_cast<char*>(s_->host_buffer);
     const std::size_t at = slot * static_cast<std::size_t>(s_->rank);
     const std::uint64_t stamp = detail::gather_stamp(++s_->calls);
-    std::memset(host + at, 0, slot);
-    std::memcpy(host + at, in, bytes);
-    std::memcpy(host + at + detail::gather_stamp_at(bytes), &stamp, sizeof stamp);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, slot, cudaMemcpyHostToDevice, s_->stream));
+    if (ready != nullptr) {
+      STRATA_CUDA_CHECK(cudaStreamWaitEvent(s_->stream, ready, 0));
+      detail::stamp_slot_kernel<<<1, 1, 0, s_->stream>>>(dev + at, static_cast<const char*>(in), bytes, slot, stamp);
+      STRATA_CUDA_CHECK(cudaGetLastError());
+    } else {
+      std::memset(host + at, 0, slot);
+      std::memcpy(host + at, in, bytes);
+      std::memcpy(host + at + detail::gather_stamp_at(bytes), &stamp, sizeof stamp);
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, slot, cudaMemcpyHostToDevice, s_->stream));
+    }
     // In place: the send buffer is this rank's slot of the receive buffer, as NCCL allows.
     STRATA_NCCL_CHECK(s_->rank, ncclAllGather(dev + at, dev, slot, ncclUint8, s_->comm, s_->stream));
     return dev;
@@ -489,11 +518,13 @@ __global__ void rank_fold_kernel(const char* gathered, std::size_t slot, std::si
   *out = acc;
 }
 
-/// Every rank's `mine` gathered (ncclAllGather), folded on the group's device in rank order over
+/// Every rank's value gathered (ncclAllGather), folded on the group's device in rank order over
 /// ranks [0, upto) after `seed` with `op`, the result copied back: device-resident and ordered on
-/// the group's stream, one wait (which never hangs: process_group::wait).
+/// the group's stream, one wait (which never hangs: process_group::wait). This rank's value is at
+/// `mine`: host memory when `ready` is null, else device-readable memory written by work `ready`
+/// was recorded after.
 template <class V, class Op>
-V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op) {
+V gather_fold_from(const process_group& g, const V* mine, cudaEvent_t ready, int upto, const V& seed, Op op) {
   static_assert(std::is_trivially_copyable_v<V>, "values crossing ranks must be trivially copyable");
   detail::device_guard guard(g.device());
   // The buffer: the slots, then the folded value (aligned for V), then the missing rank (an int).
@@ -502,7 +533,7 @@ V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op
   const std::size_t at = (gathered + alignof(V) - 1) / alignof(V) * alignof(V);
   const std::size_t flag_at = (at + sizeof(V) + alignof(int) - 1) / alignof(int) * alignof(int);
   const std::size_t back = flag_at + sizeof(int) - at;  // what comes back to the host
-  char* dev = g.enqueue_all_gather(&mine, sizeof(V), flag_at + sizeof(int) - gathered);
+  char* dev = g.enqueue_all_gather(mine, sizeof(V), flag_at + sizeof(int) - gathered, ready);
   V* out = reinterpret_cast<V*>(dev + at);
   int* missing = reinterpret_cast<int*>(dev + flag_at);
   rank_fold_kernel<<<1, 1, 0, g.s_->stream>>>(dev, slot, gather_stamp_at(sizeof(V)), gather_stamp(g.s_->calls),
@@ -517,6 +548,25 @@ V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op
   V r;
   std::memcpy(&r, host, sizeof(V));
   return r;
+}
+
+/// gather_fold_from with this rank's value on the host.
+template <class V, class Op>
+V gather_fold(const process_group& g, const V& mine, int upto, const V& seed, Op op) {
+  return gather_fold_from(g, &mine, nullptr, upto, seed, op);
+}
+
+/// gather_fold_from with this rank's value still being computed: the group's stream waits for
+/// the future's work and reads the value where the root place writes it, so the local result
+/// never makes a round trip through the host between the local reduce and the all-gather.
+/// `mine` must stay alive until this returns (a temporary in the caller's expression does).
+template <class V, class Op>
+V gather_fold(const process_group& g, future<V>&& mine, int upto, const V& seed, Op op) {
+  if (!future_access::pending(mine)) {
+    const V v = mine.get();
+    return gather_fold_from(g, &v, nullptr, upto, seed, op);
+  }
+  return gather_fold_from(g, future_access::value_address(mine), future_access::done_event(mine), upto, seed, op);
 }
 
 /// The last element of a range (which must not be empty), read after its place's work.
@@ -563,8 +613,9 @@ template <class R, class Acc, class Op, class F, class = std::enable_if_t<is_dis
 Acc transform_reduce(const process_group& g, const R& r, Acc init, Op op, F f) {
   using V = detail::ranked<Acc>;
   const detail::ranked_op<Acc, Op> rop{op};
-  const V local = transform_reduce(r, V{Acc{}, 0}, rop, detail::ranked_of<Acc, F>{f});
-  return detail::gather_fold(g, local, g.size(), V{init, 1}, rop).value;
+  return detail::gather_fold(g, transform_reduce_async(r, V{Acc{}, 0}, rop, detail::ranked_of<Acc, F>{f}), g.size(),
+                             V{init, 1}, rop)
+      .value;
 }
 /// `init op x0 op x1 op ...` over the global range (see the transform_reduce form).
 template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
@@ -584,8 +635,7 @@ range_value_t<R> reduce(const process_group& g, const R& r) {
 /// How many elements of the global range satisfy `pred`.
 template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
 std::uint64_t count_if(const process_group& g, const R& r, Pred pred) {
-  const std::uint64_t local = count_if(r, pred);
-  return detail::gather_fold(g, local, g.size(), std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{});
+  return detail::gather_fold(g, count_if_async(r, pred), g.size(), std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{});
 }
 
 /// How many elements of the global range equal `value`.
@@ -686,24 +736,28 @@ ranked<range_value_t<Out>> rank_prefix(const process_group& g, const In& in, Out
   using T = range_value_t<Out>;
   using V = ranked<T>;
   const ranked_op<T, Op> rop{op};
-  V total{T{}, 0};
   out_holds_local_scan = false;
-  const auto si = as_span(in);
-  if (si.size() > 0) {
-    if constexpr (is_commutative<Op>::value) {
-      total = transform_reduce(in, V{T{}, 0}, rop, ranked_of<T, identity_fn>{});
-    } else if (out_is_scratch) {  // CUB's reduction would reorder operands: the local scan's last element
-      inclusive_scan(in, out, op);
-      total = V{last_element(as_span(out)), 1};
-      out_holds_local_scan = true;
-    } else {
-      distributed_vector<T> scratch(si.size(), si.places(), partition_policy::explicit_sizes(si.partition().counts()),
-                                    no_init);
-      inclusive_scan(in, scratch, op);
-      total = V{last_element(as_span(scratch)), 1};
+  if constexpr (is_commutative<Op>::value) {  // the local total stays on the device (an empty share: absent)
+    (void)out;
+    (void)out_is_scratch;
+    return gather_fold(g, transform_reduce_async(in, V{T{}, 0}, rop, ranked_of<T, identity_fn>{}), g.rank(), seed, rop);
+  } else {  // CUB's reduction would reorder operands: the local total is a local scan's last element
+    V total{T{}, 0};
+    const auto si = as_span(in);
+    if (si.size() > 0) {
+      if (out_is_scratch) {
+        inclusive_scan(in, out, op);
+        total = V{last_element(as_span(out)), 1};
+        out_holds_local_scan = true;
+      } else {
+        distributed_vector<T> scratch(si.size(), si.places(), partition_policy::explicit_sizes(si.partition().counts()),
+                                      no_init);
+        inclusive_scan(in, scratch, op);
+        total = V{last_element(as_span(scratch)), 1};
+      }
     }
+    return gather_fold(g, total, g.rank(), seed, rop);
   }
-  return gather_fold(g, total, g.rank(), seed, rop);
 }
 
 }  // namespace detail

@@ -96,6 +96,28 @@ TEST(NcclRanks, ReduceFamilyAgreesWithTheHost) {
   });
 }
 
+// A commutative operator: the rank totals come from a CUB reduction whose value stays on the
+// device (read by the group's stream after the local work's event), not from a local scan.
+TEST(NcclRanks, SumScansAgreeWithTheHost) {
+  over_layouts([](const strata::device_set& set, const strata::rank_layout& l, std::uint64_t seed) {
+    const auto& g = group();
+    const auto h = random_vector<std::int64_t>(l.size(), seed);
+    std::vector<std::int64_t> inc(h.size()), exc(h.size());
+    std::int64_t acc = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      exc[i] = acc + 5;
+      acc += h[i];
+      inc[i] = acc;
+    }
+    strata::distributed_vector<std::int64_t> x(my_share(h, l), set, l.local_policy());
+    strata::distributed_vector<std::int64_t> y(l.local_size(), std::int64_t{-77}, set, l.local_policy());
+    strata::inclusive_scan(g, x, y, cuda::std::plus<std::int64_t>{});
+    EXPECT_TRUE(y.to_std_vector() == my_share(inc, l)) << "inclusive";
+    strata::exclusive_scan(g, x, x, std::int64_t{5}, cuda::std::plus<std::int64_t>{});  // in place
+    EXPECT_TRUE(x.to_std_vector() == my_share(exc, l)) << "exclusive, in place";
+  });
+}
+
 TEST(NcclRanks, NonCommutativeScansKeepTheGlobalOrder) {
   over_layouts([](const strata::device_set& set, const strata::rank_layout& l, std::uint64_t seed) {
     const auto& g = group();
