@@ -212,7 +212,7 @@ class process_group {
   void all_gather(const void* in, std::size_t bytes, void* out) const {
     const std::size_t slot = detail::gather_slot_bytes(bytes);
     detail::device_guard g(s_->device);
-    char* dev = enqueue_all_gather(in, bytes, 0);
+    char* dev = enqueue_all_gather(in, bytes);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(s_->host_buffer, dev, slot * static_cast<std::size_t>(s_->size),
                                       cudaMemcpyDeviceToHost, s_->stream));
     wait(s_->stream, s_->timeout);
@@ -314,16 +314,16 @@ class process_group {
 
   // With the group's device current: enqueues on the group's stream the copy of `in`, stamped with
   // this call's stamp, into this rank's slot of the device buffer and the in-place ncclAllGather;
-  // returns the device buffer (size() slots of gather_slot_bytes(bytes), payload first, then
-  // `extra` bytes free for the caller). `in` is host memory when `ready` is null; otherwise it is
+  // returns the device buffer (size() slots of gather_slot_bytes(bytes), payload first; the
+  // pinned host buffer has as many bytes). `in` is host memory when `ready` is null; otherwise it is
   // device-readable memory written by work that `ready` was recorded after (the group's stream
   // waits for that event, so the payload never passes through the host). Grows the buffers
   // (device and pinned host) first if needed. Counts the call (s_->calls: its stamp is
   // gather_stamp(s_->calls)).
-  char* enqueue_all_gather(const void* in, std::size_t bytes, std::size_t extra, cudaEvent_t ready = nullptr) const {
+  char* enqueue_all_gather(const void* in, std::size_t bytes, cudaEvent_t ready = nullptr) const {
     (void)ready_stream("strata::process_group::all_gather");
     const std::size_t slot = detail::gather_slot_bytes(bytes);
-    const std::size_t total = slot * static_cast<std::size_t>(s_->size) + extra;
+    const std::size_t total = slot * static_cast<std::size_t>(s_->size);
     if (s_->buffer_bytes < total) {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
       s_->free_buffers();
@@ -519,31 +519,28 @@ __global__ void rank_fold_kernel(const char* gathered, std::size_t slot, std::si
 }
 
 /// Every rank's value gathered (ncclAllGather), folded on the group's device in rank order over
-/// ranks [0, upto) after `seed` with `op`, the result copied back: device-resident and ordered on
-/// the group's stream, one wait (which never hangs: process_group::wait). This rank's value is at
+/// ranks [0, upto) after `seed` with `op` into the group's pinned buffer: device-resident and
+/// ordered on the group's stream, one wait (which never hangs: process_group::wait). This rank's value is at
 /// `mine`: host memory when `ready` is null, else device-readable memory written by work `ready`
 /// was recorded after.
 template <class V, class Op>
 V gather_fold_from(const process_group& g, const V* mine, cudaEvent_t ready, int upto, const V& seed, Op op) {
   static_assert(std::is_trivially_copyable_v<V>, "values crossing ranks must be trivially copyable");
   detail::device_guard guard(g.device());
-  // The buffer: the slots, then the folded value (aligned for V), then the missing rank (an int).
   const std::size_t slot = gather_slot_bytes(sizeof(V));
-  const std::size_t gathered = slot * static_cast<std::size_t>(g.size());
-  const std::size_t at = (gathered + alignof(V) - 1) / alignof(V) * alignof(V);
-  const std::size_t flag_at = (at + sizeof(V) + alignof(int) - 1) / alignof(int) * alignof(int);
-  const std::size_t back = flag_at + sizeof(int) - at;  // what comes back to the host
-  char* dev = g.enqueue_all_gather(mine, sizeof(V), flag_at + sizeof(int) - gathered, ready);
-  V* out = reinterpret_cast<V*>(dev + at);
-  int* missing = reinterpret_cast<int*>(dev + flag_at);
+  char* dev = g.enqueue_all_gather(mine, sizeof(V), ready);
+  // The fold writes the value, then the missing rank (an int), straight into the group's mapped
+  // pinned buffer: no copy back. (It fits in the first slot's bytes, whose staging copy, if any,
+  // ran earlier on the same stream.)
+  const std::size_t flag_at = (sizeof(V) + alignof(int) - 1) / alignof(int) * alignof(int);
+  char* host = static_cast<char*>(g.s_->host_buffer);
   rank_fold_kernel<<<1, 1, 0, g.s_->stream>>>(dev, slot, gather_stamp_at(sizeof(V)), gather_stamp(g.s_->calls),
-                                               g.size(), upto, seed, op, out, missing);
+                                               g.size(), upto, seed, op, reinterpret_cast<V*>(host),
+                                               reinterpret_cast<int*>(host + flag_at));
   STRATA_CUDA_CHECK(cudaGetLastError());
-  STRATA_CUDA_CHECK(cudaMemcpyAsync(g.s_->host_buffer, out, back, cudaMemcpyDeviceToHost, g.s_->stream));
   g.wait(g.s_->stream, g.timeout());
-  const char* host = static_cast<const char*>(g.s_->host_buffer);
   int who = -1;
-  std::memcpy(&who, host + (flag_at - at), sizeof who);
+  std::memcpy(&who, host + flag_at, sizeof who);
   g.require_every_rank(who, "strata::process_group::all_gather");
   V r;
   std::memcpy(&r, host, sizeof(V));
