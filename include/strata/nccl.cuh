@@ -683,10 +683,11 @@ element_result<T> global_extremum(const process_group& g, const element_result<T
   const auto r = gather_fold(g, mine, g.size(), rank_extremum<T>{T{}, none_index, 0}, fold_extremum<T, Replaces>{replaces});
   return r.index == none_index ? element_result<T>{r.count, T{}} : element_result<T>{r.index, r.value};
 }
-// The ranks' flags combined with `op` (bit_and for "all", bit_or for "any").
+// The ranks' flags combined with `op` (logical_and for "all", logical_or for "any"), this
+// rank's still on the device (its local call's future).
 template <class Op>
-bool all_ranks(const process_group& g, bool mine, bool seed, Op op) {
-  return gather_fold(g, static_cast<int>(mine), g.size(), static_cast<int>(seed), op) != 0;
+bool all_ranks(const process_group& g, future<bool>&& mine, bool seed, Op op) {
+  return gather_fold(g, std::move(mine), g.size(), seed, op);
 }
 }  // namespace detail
 
@@ -704,12 +705,12 @@ element_result<range_value_t<R>> max_element(const process_group& g, const R& r,
 /// True if every element of the global range satisfies `pred` (true for an empty range).
 template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
 bool all_of(const process_group& g, const R& r, Pred pred) {
-  return detail::all_ranks(g, all_of(r, pred), true, ::cuda::std::bit_and<int>{});
+  return detail::all_ranks(g, all_of_async(r, pred), true, ::cuda::std::logical_and<bool>{});
 }
 /// True if some element of the global range satisfies `pred`.
 template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
 bool any_of(const process_group& g, const R& r, Pred pred) {
-  return detail::all_ranks(g, any_of(r, pred), false, ::cuda::std::bit_or<int>{});
+  return detail::all_ranks(g, any_of_async(r, pred), false, ::cuda::std::logical_or<bool>{});
 }
 /// True if no element of the global range satisfies `pred`.
 template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
@@ -719,7 +720,7 @@ bool none_of(const process_group& g, const R& r, Pred pred) {
 /// True if the two global ranges (same layout on every rank) hold equal elements everywhere.
 template <class RA, class RB, class = std::enable_if_t<is_distributed_range_v<RA> && is_distributed_range_v<RB>>>
 bool equal(const process_group& g, const RA& a, const RB& b) {
-  return detail::all_ranks(g, equal(a, b), true, ::cuda::std::bit_and<int>{});
+  return detail::all_ranks(g, equal_async(a, b), true, ::cuda::std::logical_and<bool>{});
 }
 
 namespace detail {
