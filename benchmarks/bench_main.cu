@@ -173,21 +173,36 @@ void random_fill(strata::distributed_vector<T>& v) {
 
 std::uint64_t size_of(const benchmark::State& st) { return 1ull << st.range(0); }
 
-// The timed loop of every throughput case: `op()` enqueues one operation (and may return a
-// future, collected after the stop event so the host wait is not timed).
+template <class T>
+struct is_future : std::false_type {};
+template <class T>
+struct is_future<strata::future<T>> : std::true_type {};
+
+// The timed loop of every throughput case: `op()` enqueues one operation and may return a future
+// (collected after the stop event, so the host wait is not timed) or a new container (freed after
+// the stop event). Counter host_us: the host time of op() itself (for nosync calls, allocation
+// and enqueueing), beside the GPU span the iteration time is.
 template <class Op>
 void timed_loop(benchmark::State& st, span_timer& t, Op&& op) {
+  double host_us = 0;
+  const auto host_since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  };
   for (auto _ : st) {
     t.start();
+    const auto t0 = std::chrono::steady_clock::now();
     if constexpr (std::is_void_v<decltype(op())>) {
       op();
+      host_us += host_since(t0);
       st.SetIterationTime(t.stop());
     } else {
-      auto f = op();
+      auto r = op();
+      host_us += host_since(t0);
       st.SetIterationTime(t.stop());
-      benchmark::DoNotOptimize(f.get());
+      if constexpr (is_future<decltype(r)>::value) benchmark::DoNotOptimize(r.get());
     }
   }
+  if (st.iterations() > 0) st.counters["host_us"] = host_us / static_cast<double>(st.iterations());
 }
 
 void finish(benchmark::State& st, double bytes_per_op) {
@@ -286,15 +301,7 @@ void strata_copy_relayout(benchmark::State& st) {
   strata::distributed_vector<float> y(size_of(st), set, strata::partition_policy::weighted(w), strata::no_init);
   random_fill(x);
   span_timer t(set);
-  double host_us = 0;
-  for (auto _ : st) {
-    t.start();
-    const auto h0 = std::chrono::steady_clock::now();
-    strata::copy(x, y, strata::nosync);
-    host_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
-    st.SetIterationTime(t.stop());
-  }
-  st.counters["host_us"] = host_us / static_cast<double>(st.iterations());  // the call's own host time
+  timed_loop(st, t, [&] { strata::copy(x, y, strata::nosync); });
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
@@ -308,15 +315,7 @@ void redistribute_case(benchmark::State& st, bool warm_up) {
   random_fill(x);
   if (warm_up) (void)strata::redistribute(x, strata::partition_policy::weighted(w));  // untimed
   span_timer t(set);
-  double host_us = 0;
-  for (auto _ : st) {
-    t.start();
-    const auto h0 = std::chrono::steady_clock::now();
-    auto y = strata::redistribute(x, strata::partition_policy::weighted(w), strata::nosync);
-    host_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
-    st.SetIterationTime(t.stop());
-  }
-  st.counters["host_us"] = host_us / static_cast<double>(st.iterations());  // allocation + enqueue
+  timed_loop(st, t, [&] { return strata::redistribute(x, strata::partition_policy::weighted(w), strata::nosync); });
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 void strata_redistribute(benchmark::State& st) { redistribute_case(st, false); }
