@@ -154,7 +154,7 @@ class container_cache {
     return kept_bytes_;
   }
 
- /// The size a request of `bytes` takes: up to a multiple of 512 bytes, or of 2 MiB from 1 MiB on.
+  /// The size a request of `bytes` takes: up to a multiple of 512 bytes, or of 2 MiB from 1 MiB on.
   static std::size_t rounded(std::size_t bytes) noexcept {
     const std::size_t unit = bytes >= (std::size_t{1} << 20) ? (std::size_t{2} << 20) : 512;
     return (bytes + unit - 1) / unit * unit;
