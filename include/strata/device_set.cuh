@@ -158,19 +158,38 @@ class device_set {
     reg.sets[key] = state_;
   }
 
-  /// Number of places.
+  /// Number of places (on a set spanning processes: over all ranks).
   std::size_t size() const noexcept { return state_->size(); }
-  /// Device ordinal of place `i`. Throws std::out_of_range if `i >= size()`.
-  int device(std::size_t i) const { return place(i).device(); }
+  /// Device ordinal of place `i`, or -1 for a place of another process (a set spanning
+  /// processes). Throws std::out_of_range if `i >= size()`.
+  int device(std::size_t i) const {
+    check_place(i);
+    return state_->local(i) ? state_->places[i]->device() : -1;
+  }
+  /// True if this set's places span several processes (strata::spanning_set, strata/nccl.cuh).
+  bool spans_processes() const noexcept { return state_->link != nullptr; }
+  /// True if place `i` belongs to this process (always, unless the set spans processes).
+  /// Throws std::out_of_range if `i >= size()`.
+  bool is_local(std::size_t i) const {
+    check_place(i);
+    return state_->local(i);
+  }
+  /// The rank owning place `i` (0 unless the set spans processes). Throws std::out_of_range if
+  /// `i >= size()`.
+  int owner_rank(std::size_t i) const {
+    check_place(i);
+    return spans_processes() ? state_->ranks.owner(i) : 0;
+  }
   /// The non-blocking stream of place `i` (on its device). Work a user enqueues there is
   /// ordered with Strata's work on that place. Enqueue it from the thread that makes the Strata
   /// calls on this set: from another thread it could land inside a call being captured into a
-  /// graph and break it (docs/errors.md, Threads). Throws std::out_of_range if `i >= size()`.
+  /// graph and break it (docs/errors.md, Threads). Throws std::out_of_range if `i >= size()`,
+  /// std::invalid_argument for a place of another process.
   cudaStream_t stream(std::size_t i) const { return place(i).stream(); }
-  /// The device ordinals of all places, in place order.
+  /// The device ordinals of all places, in place order (-1 for places of other processes).
   std::vector<int> devices() const {
     std::vector<int> d;
-    for (auto& p : state_->places) d.push_back(p->device());
+    for (auto& p : state_->places) d.push_back(p ? p->device() : -1);
     return d;
   }
   /// True if kernels on place `i` read and write place `j`'s memory directly (same device, or
@@ -204,7 +223,7 @@ class device_set {
   void release_cached_memory() const {
     const detail::call_scope scope(*state_, "strata::device_set::release_cached_memory");
     for (std::size_t i = 0; i < size(); ++i)
-      detail::at_place(scope.state(), i, [](detail::place_state& p) { p.release_cached(); });
+      if (scope.state().local(i)) detail::at_place(scope.state(), i, [](detail::place_state& p) { p.release_cached(); });
   }
 
   /// Two sets are equal when they share the same places: one is a copy of the other, or both were
@@ -215,6 +234,8 @@ class device_set {
 
   /// Implementation access for Strata's own algorithms.
   detail::set_state& state() const noexcept { return *state_; }
+  /// Internal: the set over an existing state (how strata::spanning_set makes its sets).
+  explicit device_set(std::shared_ptr<detail::set_state> state) : state_(std::move(state)) {}
   /// Implementation access for Strata's own algorithms (futures keep the state alive).
   const std::shared_ptr<detail::set_state>& shared_state() const noexcept { return state_; }
 
@@ -255,10 +276,17 @@ class device_set {
     return s;
   }
 
-  detail::place_state& place(std::size_t i) const {
+  void check_place(std::size_t i) const {
     if (i >= size())
       throw std::out_of_range("strata::device_set: place " + std::to_string(i) + " is out of range for " +
                               std::to_string(size()) + " places");
+  }
+  detail::place_state& place(std::size_t i) const {
+    check_place(i);
+    if (!state_->local(i))
+      throw std::invalid_argument("strata::device_set: place " + std::to_string(i) + " belongs to rank " +
+                                  std::to_string(state_->ranks.owner(i)) + ", not to this process (rank " +
+                                  std::to_string(state_->ranks.rank()) + ")");
     return *state_->places[i];
   }
 
@@ -325,5 +353,41 @@ class device_set {
 
   std::shared_ptr<detail::set_state> state_;
 };
+
+namespace detail {
+/// A set whose places span the ranks that `link` joins, seen from this rank: `map` says which
+/// rank owns which place; this rank's places (map.count(rank) of them) all live on link's GPU, each
+/// with its own stream; the other ranks' places are null. Its root is this rank's first place.
+/// Graph replay is off (a collective cannot be replayed from one rank's graph). Every rank must
+/// make it with the same map (strata::spanning_set does). Throws as place creation.
+inline device_set make_spanning_set(std::shared_ptr<rank_link> link, rank_map map, device_set_options options) {
+  if (env_switch_on("STRATA_DISABLE_P2P")) options.force_host_staging = true;
+  auto s = std::make_shared<set_state>();
+  const int n = visible_device_count();
+  const int dev = link->device();
+  s->use_graphs = false;
+  s->visible_devices = n;
+  s->force_host_staging = options.force_host_staging;
+  s->set_root_device(dev);
+  s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
+  const std::size_t k = map.places();
+  s->root_index = map.first(map.rank());
+  for (std::size_t g = 0; g < k; ++g) {
+    if (!map.local(g)) {
+      s->places.push_back(nullptr);
+      continue;
+    }
+    s->places.push_back(std::make_unique<place_state>(dev));
+    s->places.back()->link = link.get();
+  }
+  s->direct.assign(k * k, 0);
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t j = 0; j < k; ++j)
+      s->direct[i * k + j] = (i == j || (map.local(i) && map.local(j) && !s->force_host_staging)) ? 1 : 0;
+  s->link = std::move(link);
+  s->ranks = std::move(map);
+  return device_set(std::move(s));
+}
+}  // namespace detail
 
 }  // namespace strata

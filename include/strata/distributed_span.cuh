@@ -74,7 +74,7 @@ class distributed_span {
       if (s.device != set_->device(i))
         throw std::invalid_argument(where + " is on device " + std::to_string(s.device) + " but place " +
                                     std::to_string(i) + " is device " + std::to_string(set_->device(i)));
-      if (s.count > 0 && s.data == nullptr)
+      if (s.count > 0 && s.data == nullptr && set_->is_local(i))
         throw std::invalid_argument(where + " has " + std::to_string(s.count) + " elements and a null pointer");
       if (s.data != nullptr) check_pointer(where, s.device, s.data);
       counts[i] = s.count;
@@ -134,7 +134,7 @@ class distributed_span {
       const std::uint64_t lo = s0 > offset ? s0 : offset, hi = s1 < end ? s1 : end;
       if (lo >= hi) continue;
       counts[i] = hi - lo;
-      data[i] = data_[i] + (lo - s0);
+      data[i] = data_[i] != nullptr ? data_[i] + (lo - s0) : nullptr;  // (null: another process's)
     }
     return distributed_span(places(), partition::explicit_sizes(count, std::move(counts)), std::move(data));
   }

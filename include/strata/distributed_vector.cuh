@@ -239,7 +239,8 @@ class distributed_vector {
 
   /// Element `i` (global index), read from its device; waits. Takes the set's call lock like an
   /// algorithm call, so it is safe while other host threads run algorithms on the same set.
-  /// Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
+  /// Throws std::out_of_range if `i >= size()`, std::invalid_argument if element `i` is another
+  /// rank's (a set spanning processes), strata::cuda_error if the copy fails.
   T get(size_type i) const {
     const element_at at = locate("get", i);
     T v;
@@ -249,7 +250,8 @@ class distributed_vector {
     return v;
   }
   /// Writes element `i` (global index) on its device; waits. Takes the set's call lock, as get()
-  /// does. Throws std::out_of_range if `i >= size()`, strata::cuda_error if the copy fails.
+  /// does. Throws std::out_of_range if `i >= size()`, std::invalid_argument if element `i` is
+  /// another rank's, strata::cuda_error if the copy fails.
   void set(size_type i, const T& value) {
     const element_at at = locate("set", i);
     on_place(at.place, "strata::distributed_vector::set", [&](cudaStream_t stream) {
@@ -273,7 +275,7 @@ class distributed_vector {
     detail::call_scope scope(set_->state(), name);
     detail::at_place(scope.state(), place, [&](detail::place_state& p) {
       enqueue(p.stream());
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream()));
+      p.synchronize();
     });
   }
 
@@ -312,6 +314,10 @@ class distributed_vector {
       throw std::out_of_range(std::string("strata::distributed_vector::") + what + ": index " + std::to_string(i) +
                               " is out of range for " + std::to_string(size()) + " elements");
     const std::size_t place = partition_.owner(i);
+    if (!set_->state().local(place))
+      throw std::invalid_argument(std::string("strata::distributed_vector::") + what + ": element " + std::to_string(i) +
+                                  " lives on rank " + std::to_string(set_->owner_rank(place)) +
+                                  " (the set spans processes); only this rank's elements can be read or written");
     return {place, data_[place] + (i - partition_.offset(place))};
   }
 
@@ -322,7 +328,8 @@ class distributed_vector {
     data_.assign(partition_.places(), nullptr);
     try {
       for (std::size_t i = 0; i < partition_.places(); ++i)
-        data_[i] = static_cast<T*>(detail::container_cache::get().allocate(set_->device(i), partition_.count(i) * sizeof(T)));
+        if (set_->state().local(i))  // (a set spanning processes: other ranks' places allocate there)
+          data_[i] = static_cast<T*>(detail::container_cache::get().allocate(set_->device(i), partition_.count(i) * sizeof(T)));
     } catch (...) {
       release();
       throw;
@@ -331,7 +338,8 @@ class distributed_vector {
 
   void release() noexcept {
     if (set_) {
-      for (std::size_t i = 0; i < data_.size(); ++i) detail::container_cache::get().free(set_->device(i), data_[i]);
+      for (std::size_t i = 0; i < data_.size(); ++i)
+        if (data_[i] != nullptr) detail::container_cache::get().free(set_->device(i), data_[i]);
     }
     data_.clear();
     set_.reset();

@@ -77,7 +77,10 @@ class future {
     require_valid("ready");
     if (value_) return true;
     const cudaError_t e = cudaEventQuery(slot_.done);
-    if (e == cudaSuccess) return true;
+    if (e == cudaSuccess) {
+      state_->check_ranks("strata::future::ready");
+      return true;
+    }
     if (e == cudaErrorNotReady) {
       (void)cudaGetLastError();
       return false;
@@ -86,10 +89,17 @@ class future {
   }
 
   /// Blocks until the value is available. Throws strata::cuda_error (naming the failing call and
-  /// device) if the work failed, std::logic_error if the future is not valid.
+  /// device) if the work failed, std::logic_error if the future is not valid. On a set spanning
+  /// processes the wait never hangs on a failed or silent peer: it throws the process group's
+  /// strata::nccl_error (after aborting the communicator) instead.
   void wait() const {
     require_valid("wait");
     if (value_) return;
+    if (state_->link != nullptr) {
+      state_->link->wait_event(slot_.done);
+      state_->check_ranks("strata::future::wait");
+      return;
+    }
     STRATA_CUDA_CHECK_ON(state_->root_device(), cudaEventSynchronize(slot_.done));
   }
 
@@ -114,6 +124,12 @@ class future {
   }
   void reset() noexcept {
     if (state_) {
+      if (state_->link != nullptr) {
+        try {
+          state_->link->wait_event(slot_.done);  // never hangs on a dead peer (it aborts instead)
+        } catch (...) {
+        }
+      }
       (void)cudaEventSynchronize(slot_.done);
       state_->release_slot(slot_);
       state_.reset();

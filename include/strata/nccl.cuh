@@ -10,6 +10,7 @@
 #include <strata/algorithm/transform.cuh>
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/memory.cuh>
+#include <strata/detail/rank_link.cuh>
 #include <strata/device_set.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
@@ -96,34 +97,10 @@ inline ncclUniqueId nccl_unique_id() {
 }
 
 class process_group;
+device_set spanning_set(const process_group& g, std::size_t places, device_set_options options);
 namespace detail {
 template <class V, class Op>
 V gather_fold_from(const process_group& g, const V* mine, cudaEvent_t ready, int upto, const V& seed, Op op);
-
-// Every rank's slot of a group all-gather: its payload, padded to 16 bytes, then a 16-byte stamp
-// field whose first 8 bytes are the stamp of the call. NCCL can let a collective finish without a
-// rank that left (seen on an H200 with NCCL 2.32: three ranks on one GPU, one aborting instead of
-// joining, and one of the others saw its all-gather end normally with that rank's slot never
-// written). The stamp tells a slot written by this call from one left over from an earlier call or
-// never written, so such a rank is found instead of its stale bytes being used.
-/// Bytes of one rank's slot for a payload of `bytes`.
-__host__ __device__ constexpr std::size_t gather_slot_bytes(std::size_t bytes) { return (bytes + 15) / 16 * 16 + 16; }
-/// Offset of the stamp within a slot for a payload of `bytes`.
-__host__ __device__ constexpr std::size_t gather_stamp_at(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
-/// The stamp of a group's `call`-th collective (the same on every rank: collectives run in the
-/// same order everywhere).
-__host__ __device__ constexpr std::uint64_t gather_stamp(std::uint64_t call) { return 0x5354524154412d00ull ^ (call << 8); }
-/// The first rank in [0, ranks) whose slot in `gathered` (slots of `slot` bytes, stamps at
-/// `stamp_at`) does not hold `stamp`, or -1 if every rank's does.
-__host__ __device__ inline int first_unstamped(const char* gathered, int ranks, std::size_t slot, std::size_t stamp_at,
-                                               std::uint64_t stamp) {
-  for (int r = 0; r < ranks; ++r) {
-    std::uint64_t got;
-    ::memcpy(&got, gathered + static_cast<std::size_t>(r) * slot + stamp_at, sizeof got);
-    if (got != stamp) return r;
-  }
-  return -1;
-}
 /// Writes one rank's slot (`slot_bytes` bytes at `slot`, 16-byte aligned) on the device: the
 /// payload of `bytes` bytes read from `in` (device-readable), zero padding, then `stamp`.
 __global__ inline void stamp_slot_kernel(char* slot, const char* in, std::size_t bytes, std::size_t slot_bytes,
@@ -132,6 +109,8 @@ __global__ inline void stamp_slot_kernel(char* slot, const char* in, std::size_t
   for (std::size_t k = 0; k < slot_bytes; ++k) slot[k] = k < bytes ? in[k] : 0;
   ::memcpy(slot + stamp_at, &stamp, sizeof stamp);
 }
+
+
 }  // namespace detail
 
 /// One NCCL rank: this process's place in a communicator of `size()` ranks, each driving one
@@ -153,9 +132,9 @@ class process_group {
     auto s = std::make_shared<state>();
     s->comm = comm;
     s->owned = false;
-    STRATA_NCCL_CHECK(-1, ncclCommUserRank(comm, &s->rank));
-    STRATA_NCCL_CHECK(s->rank, ncclCommCount(comm, &s->size));
-    STRATA_NCCL_CHECK(s->rank, ncclCommCuDevice(comm, &s->device));
+    STRATA_NCCL_CHECK(-1, ncclCommUserRank(comm, &s->rank_));
+    STRATA_NCCL_CHECK(s->rank_, ncclCommCount(comm, &s->size));
+    STRATA_NCCL_CHECK(s->rank_, ncclCommCuDevice(comm, &s->device_));
     return process_group(std::move(s));
   }
 
@@ -166,9 +145,9 @@ class process_group {
   static process_group create(const ncclUniqueId& id, int rank, int size, int device) {
     check_arguments(rank, size, device);
     auto s = std::make_shared<state>();
-    s->rank = rank;
+    s->rank_ = rank;
     s->size = size;
-    s->device = device;
+    s->device_ = device;
     detail::device_guard g(device);
     STRATA_NCCL_CHECK(rank, ncclCommInitRank(&s->comm, size, id, rank));
     s->owned = true;
@@ -188,11 +167,11 @@ class process_group {
   }
 
   /// This process's rank.
-  int rank() const noexcept { return s_->rank; }
+  int rank() const noexcept { return s_->rank_; }
   /// Number of ranks.
   int size() const noexcept { return s_->size; }
   /// The GPU this rank drives.
-  int device() const noexcept { return s_->device; }
+  int device() const noexcept { return s_->device_; }
   /// The communicator (for the user's own NCCL calls alongside Strata's).
   ncclComm_t comm() const noexcept { return s_->comm; }
   /// True once abort() ran: every later NCCL call on the group fails.
@@ -211,7 +190,7 @@ class process_group {
   /// strata::cuda_error for CUDA failures.
   void all_gather(const void* in, std::size_t bytes, void* out) const {
     const std::size_t slot = detail::gather_slot_bytes(bytes);
-    detail::device_guard g(s_->device);
+    detail::device_guard g(s_->device_);
     char* dev = enqueue_all_gather(in, bytes);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(s_->host_buffer, dev, slot * static_cast<std::size_t>(s_->size),
                                       cudaMemcpyDeviceToHost, s_->stream));
@@ -230,7 +209,7 @@ class process_group {
   /// them. Throws what `f` throws, strata::nccl_error, strata::cuda_error.
   template <class F>
   void run(F&& f) const {
-    detail::device_guard g(s_->device);
+    detail::device_guard g(s_->device_);
     f(s_->comm, ready_stream("strata::process_group::run"));
     wait(s_->stream, s_->timeout);
   }
@@ -238,11 +217,7 @@ class process_group {
   /// Aborts the communicator: NCCL work pending on it ends (with errors) instead of waiting for
   /// peers that will never come. What the aborted calls were writing is unspecified afterwards.
   /// Never throws; idempotent.
-  void abort() const noexcept {
-    if (s_->aborted || s_->comm == nullptr) return;
-    s_->aborted = true;
-    (void)ncclCommAbort(s_->comm);
-  }
+  void abort() const noexcept { s_->abort(); }
 
   /// Waits until `stream`, on which NCCL work of this group was enqueued, has finished, without
   /// ever hanging on a failed or dead peer: it polls the stream and ncclCommGetAsyncError, and on
@@ -252,62 +227,24 @@ class process_group {
   /// NCCL's own kernels (a collective waiting for a dead peer) stop at the abort, but a kernel of
   /// the user's that never ends holds the throw back until it ends.
   void wait(cudaStream_t stream, std::chrono::milliseconds timeout) const {
-    const auto start = std::chrono::steady_clock::now();
-    detail::device_guard g(s_->device);
-    // It spins (yielding the core) for the first millisecond and only then sleeps, backing off to
-    // 1 ms: a sleep lasts at least the kernel's timer slack (50 us by default on Linux), which is
-    // longer than a small collective takes (measured: a one-rank all-gather took 62 us with
-    // sleeps from the start, most of it the first sleep).
-    constexpr std::chrono::milliseconds spin(1);
-    auto pause = std::chrono::microseconds(50);
-    for (;;) {
-      const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) detail::throw_cuda_error(e, "cudaStreamQuery (NCCL work)", s_->device, __FILE__, __LINE__);
-      (void)cudaGetLastError();
-      ncclResult_t async = ncclSuccess;
-      const ncclResult_t q = ncclCommGetAsyncError(s_->comm, &async);
-      if (q != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-        this->abort();  // (this->: never std::abort)
-        throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", s_->rank,
-                         "a peer failed; the communicator was aborted", __FILE__, __LINE__);
-      }
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > timeout) {
-        this->abort();  // (this->: never std::abort)
-        throw nccl_error(ncclSystemError, "strata::process_group::wait", s_->rank,
-                         "no progress within " + std::to_string(timeout.count()) +
-                             " ms (a peer may have died); the communicator was aborted",
-                         __FILE__, __LINE__);
-      }
-      if (waited < spin) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(1000));
-      }
-    }
+    s_->poll([stream] { return cudaStreamQuery(stream); }, "cudaStreamQuery (NCCL work)", timeout);
   }
 
  private:
+  friend device_set spanning_set(const process_group&, std::size_t, device_set_options);
   template <class V, class Op>
   friend V detail::gather_fold_from(const process_group&, const V*, cudaEvent_t, int, const V&, Op);
 
   // After a gathered call completed: `missing` is the first rank whose slot this call did not
   // write (-1: none). A rank is missing: abort the communicator, throw strata::nccl_error.
   void require_every_rank(int missing, const char* who) const {
-    if (missing < 0) return;
-    this->abort();  // (this->: never std::abort)
-    throw nccl_error(ncclRemoteError, who, s_->rank,
-                     "rank " + std::to_string(missing) +
-                         " did not contribute to the collective (it failed or left); the communicator was aborted",
-                     __FILE__, __LINE__);
+    if (missing >= 0) s_->fail_missing(missing, who);
   }
 
   // With the group's device current: the group's stream (made on first use), or strata::nccl_error
   // naming `who` once the communicator was aborted.
   cudaStream_t ready_stream(const char* who) const {
-    if (s_->aborted) throw nccl_error(ncclInvalidUsage, who, s_->rank, "the communicator was aborted", __FILE__, __LINE__);
+    if (s_->aborted) throw nccl_error(ncclInvalidUsage, who, s_->rank_, "the communicator was aborted", __FILE__, __LINE__);
     if (s_->stream == nullptr) STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_->stream, cudaStreamNonBlocking));
     return s_->stream;
   }
@@ -327,14 +264,14 @@ class process_group {
     if (s_->buffer_bytes < total) {
       STRATA_CUDA_CHECK(cudaStreamSynchronize(s_->stream));  // nothing may still use the old ones
       s_->free_buffers();
-      s_->device_buffer = detail::device_allocate(s_->device, total);
+      s_->device_buffer = detail::device_allocate(s_->device_, total);
       s_->host_buffer = detail::pinned_allocate(total);
       s_->buffer_bytes = total;
     }
     char* dev = static_cast<char*>(s_->device_buffer);
     char* host = static_cast<char*>(s_->host_buffer);
-    const std::size_t at = slot * static_cast<std::size_t>(s_->rank);
-    const std::uint64_t stamp = detail::gather_stamp(++s_->calls);
+    const std::size_t at = slot * static_cast<std::size_t>(s_->rank_);
+    const std::uint64_t stamp = s_->next_stamp();
     if (ready != nullptr) {
       STRATA_CUDA_CHECK(cudaStreamWaitEvent(s_->stream, ready, 0));
       detail::stamp_slot_kernel<<<1, 1, 0, s_->stream>>>(dev + at, static_cast<const char*>(in), bytes, slot, stamp);
@@ -346,13 +283,14 @@ class process_group {
       STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, slot, cudaMemcpyHostToDevice, s_->stream));
     }
     // In place: the send buffer is this rank's slot of the receive buffer, as NCCL allows.
-    STRATA_NCCL_CHECK(s_->rank, ncclAllGather(dev + at, dev, slot, ncclUint8, s_->comm, s_->stream));
+    STRATA_NCCL_CHECK(s_->rank_, ncclAllGather(dev + at, dev, slot, ncclUint8, s_->comm, s_->stream));
     return dev;
   }
 
-  struct state {
+  // The group's state, and the transport of the sets that span its ranks (detail::rank_link).
+  struct state final : detail::rank_link {
     ncclComm_t comm = nullptr;
-    int rank = -1, size = 0, device = -1;
+    int rank_ = -1, size = 0, device_ = -1;
     bool owned = false;
     bool aborted = false;
     std::chrono::milliseconds timeout{60000};
@@ -361,20 +299,103 @@ class process_group {
     void* device_buffer = nullptr;
     void* host_buffer = nullptr;  // pinned
     std::size_t buffer_bytes = 0;
-    std::uint64_t calls = 0;  // collectives enqueued through enqueue_all_gather (their stamps)
+    std::uint64_t calls = 0;  // collectives of the group and its spanning sets (their stamps)
+
+    int rank() const noexcept override { return rank_; }
+    int ranks() const noexcept override { return size; }
+    int device() const noexcept override { return device_; }
+    std::uint64_t next_stamp() override { return detail::gather_stamp(++calls); }
+    void all_gather(char* buffer, std::size_t slot, cudaStream_t on) override {
+      live("strata: all-gather across ranks");
+      char* mine = buffer + slot * static_cast<std::size_t>(rank_);
+      STRATA_NCCL_CHECK(rank_, ncclAllGather(mine, buffer, slot, ncclUint8, comm, on));
+    }
+    void broadcast(const void* send, void* recv, std::size_t bytes, int root, cudaStream_t on) override {
+      live("strata: broadcast across ranks");
+      STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on));
+    }
+    void wait(cudaStream_t on) override {
+      poll([on] { return cudaStreamQuery(on); }, "cudaStreamQuery (NCCL work)", timeout);
+    }
+    void wait_event(cudaEvent_t e) override {
+      poll([e] { return cudaEventQuery(e); }, "cudaEventQuery (NCCL work)", timeout);
+    }
+    [[noreturn]] void fail_missing(int missing, const char* who) override {
+      abort();
+      throw nccl_error(ncclRemoteError, who, rank_,
+                       "rank " + std::to_string(missing) +
+                           " did not contribute to the collective (it failed or left); the communicator was aborted",
+                       __FILE__, __LINE__);
+    }
+    void abort() noexcept {
+      if (aborted || comm == nullptr) return;
+      aborted = true;
+      (void)ncclCommAbort(comm);
+    }
+    // Throws strata::nccl_error naming `who` once the communicator was aborted.
+    void live(const char* who) const {
+      if (aborted) throw nccl_error(ncclInvalidUsage, who, rank_, "the communicator was aborted", __FILE__, __LINE__);
+    }
+    // Waits until `query()` (cudaStreamQuery or cudaEventQuery of NCCL work) says done, without
+    // ever hanging on a failed or dead peer (see process_group::wait).
+    template <class Query>
+    void poll(Query query, const char* what, std::chrono::milliseconds limit) {
+      const auto start = std::chrono::steady_clock::now();
+      detail::device_guard g(device_);
+      // It spins (yielding the core) for the first millisecond and only then sleeps, backing off to
+      // 1 ms: a sleep lasts at least the kernel's timer slack (50 us by default on Linux), which is
+      // longer than a small collective takes (measured: a one-rank all-gather took 62 us with
+      // sleeps from the start, most of it the first sleep).
+      constexpr std::chrono::milliseconds spin(1);
+      auto pause = std::chrono::microseconds(50);
+      for (;;) {
+        const cudaError_t e = query();
+        if (e == cudaSuccess) {
+          // Work ordered after an aborted collective may have used what it never delivered.
+          if (aborted)
+            throw nccl_error(ncclInvalidUsage, "strata::process_group::wait", rank_,
+                             "the communicator was aborted (a rank failed or left)", __FILE__, __LINE__);
+          return;
+        }
+        if (e != cudaErrorNotReady) detail::throw_cuda_error(e, what, device_, __FILE__, __LINE__);
+        (void)cudaGetLastError();
+        ncclResult_t async = ncclSuccess;
+        // (Never on an aborted communicator: ncclCommAbort freed it.)
+        const ncclResult_t q = aborted ? ncclSuccess : ncclCommGetAsyncError(comm, &async);
+        if (q != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+          abort();
+          throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", rank_,
+                           "a peer failed; the communicator was aborted", __FILE__, __LINE__);
+        }
+        const auto waited = std::chrono::steady_clock::now() - start;
+        if (waited > limit) {
+          abort();
+          throw nccl_error(ncclSystemError, "strata::process_group::wait", rank_,
+                           "no progress within " + std::to_string(limit.count()) +
+                               " ms (a peer may have died); the communicator was aborted",
+                           __FILE__, __LINE__);
+        }
+        if (waited < spin) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(pause);
+          pause = std::min(pause * 2, std::chrono::microseconds(1000));
+        }
+      }
+    }
     state() = default;
     state(const state&) = delete;
     state& operator=(const state&) = delete;
     // Frees the buffers (Strata's allocation functions: counted, errors naming the device).
     void free_buffers() noexcept {
-      detail::device_free(device, device_buffer);
+      detail::device_free(device_, device_buffer);
       detail::pinned_free(host_buffer);
       device_buffer = host_buffer = nullptr;
       buffer_bytes = 0;
     }
     ~state() {
       if (stream != nullptr) {
-        detail::quiet_device_switch g(device);
+        detail::quiet_device_switch g(device_);
         (void)cudaStreamSynchronize(stream);
         (void)cudaStreamDestroy(stream);
       }
@@ -386,6 +407,29 @@ class process_group {
   std::shared_ptr<state> s_;
 };
 
+
+/// A device_set whose places span every rank of `g`: `places` places on this rank, all on
+/// g.device(), each with its own stream; globally the places of rank 0 come first, then those of
+/// rank 1, and so on. Containers and spans over it hold the global range (size() is global; each
+/// rank allocates and computes only its own places' segments), and the algorithms work unchanged
+/// for user code: element-wise ones (transform, fill, for_each, copy within a layout) run on each
+/// rank's places alone; the reduce family and the scans cross ranks through NCCL and give the same
+/// result on every rank; copy_to_host (and to_std_vector) gives every rank every element. See
+/// docs/api.md, "Beyond one process", for the rules: every rank makes the same calls in the same
+/// order (as with NCCL's collectives); sort, compaction, redistribute and copies between layouts
+/// throw std::logic_error on such a set; get/set only reach this rank's elements.
+///
+/// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
+/// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay
+/// is always off). Throws std::invalid_argument on every rank if a rank asks for no places or the
+/// ranks' places add up to more than 64; strata::nccl_error if the all-gather fails.
+inline device_set spanning_set(const process_group& g, std::size_t places = 1, device_set_options options = {}) {
+  const std::uint64_t mine = places;
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(g.size()));
+  g.all_gather(&mine, sizeof mine, all.data());
+  detail::rank_map map(std::vector<std::size_t>(all.begin(), all.end()), g.rank(), detail::max_places);
+  return detail::make_spanning_set(g.s_, std::move(map), options);
+}
 
 // ---- a range over the places of several ranks ------------------------------------------------
 

@@ -146,6 +146,7 @@ inline void path_copy(void* dst, int b, const void* src, int a, std::size_t byte
 /// `2 * bandwidth_bytes` free on each device and as much pinned host memory. Throws
 /// strata::cuda_error if a CUDA call or an allocation fails.
 inline const topology& measure_topology(const device_set& set, topology_options options = {}) {
+  detail::require_one_process("strata::measure_topology", set.state());
   const detail::call_scope scope(set.state(), "strata::measure_topology");
   detail::set_state& s = scope.state();
   if (s.measured_topology && !options.refresh) return *std::static_pointer_cast<const topology>(s.measured_topology);

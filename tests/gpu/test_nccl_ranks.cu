@@ -42,6 +42,10 @@ std::uint64_t shared_seed() {
   return s;
 }
 
+struct flip_low_bit {
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x ^ 1; }
+};
+
 struct odd {
   __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
 };
@@ -172,20 +176,147 @@ TEST(NcclRanks, CopyBetweenRankLayouts) {
   }
 }
 
-// Last: rank size-1 skips a collective. The others' waits give up after the timeout, abort the
-// communicator and throw strata::nccl_error; nobody hangs.
-TEST(NcclRanksZ, ARankThatFailsMakesTheOthersThrow) {
+// ---- device sets spanning the ranks: the algorithms unchanged for user code -------------------
+
+// Sets spanning every rank: this rank drives 1 + (rank mod 3) places of its GPU (made once, as
+// sets spanning processes are collective to make); peer paths, and host staging forced. Layouts:
+// even, or weighted with every place of rank 1 (if any) at weight 0 (an empty rank).
+template <class F>
+void over_spanning(F f) {
+  const int rank = world_rank(), size = world_size();
+  const std::size_t mine = 1 + static_cast<std::size_t>(rank % 3);
+  static const std::vector<strata::device_set> sets = [mine] {
+    strata::device_set_options staged;
+    staged.force_host_staging = true;
+    return std::vector<strata::device_set>{strata::spanning_set(group(), mine), strata::spanning_set(group(), mine, staged)};
+  }();
+  std::vector<double> weights;
+  for (int r = 0; r < size; ++r)
+    for (int p = 0; p < 1 + r % 3; ++p) weights.push_back(r == 1 ? 0.0 : 1.0 + p);
+  for (const auto& set : sets)
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : {strata::partition_policy::even(), strata::partition_policy::weighted(weights)}) {
+        const std::uint64_t seed = shared_seed();
+        SCOPED_TRACE("rank " + std::to_string(rank) + " of " + std::to_string(size) + ", n=" + std::to_string(n) +
+                     " seed=" + std::to_string(seed) + (set.host_staging_forced() ? ", staged" : ""));
+        f(set, policy, n, seed);
+      }
+}
+
+TEST(NcclSpanning, TheSetListsEveryRanksPlacesInRankOrder) {
+  const int size = world_size();
+  const auto set = strata::spanning_set(group(), 2);
+  ASSERT_TRUE(set.spans_processes());
+  ASSERT_EQ(set.size(), static_cast<std::size_t>(2 * size));
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    EXPECT_EQ(set.owner_rank(i), static_cast<int>(i / 2));
+    EXPECT_EQ(set.is_local(i), set.owner_rank(i) == world_rank());
+    EXPECT_EQ(set.device(i), set.is_local(i) ? group().device() : -1);
+    if (!set.is_local(i)) EXPECT_THROW((void)set.stream(i), std::invalid_argument);
+  }
+  strata::distributed_vector<int> x(5 * set.size() + 3, 7, set);
+  EXPECT_EQ(x.size(), 5 * set.size() + 3) << "the size is global";
+  const std::uint64_t mine_first = x.partition().offset(2 * static_cast<std::size_t>(world_rank()));
+  EXPECT_EQ(x.get(mine_first), 7);
+  if (size > 1) {
+    const std::uint64_t other = x.partition().offset(2 * static_cast<std::size_t>((world_rank() + 1) % size));
+    EXPECT_THROW((void)x.get(other), std::invalid_argument);
+  }
+  EXPECT_THROW(strata::sort(x), std::logic_error);
+  EXPECT_THROW((void)strata::redistribute(x, strata::partition_policy::weighted({1.0})), std::exception);
+  set.synchronize();
+}
+
+TEST(NcclSpanning, ReduceFamilyAgreesWithTheHostOnEveryRank) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    std::int64_t sum = 0;
+    std::uint64_t odds = 0;
+    for (auto v : h) {
+      sum += v;
+      odds += (v & 1) != 0;
+    }
+    EXPECT_EQ(strata::reduce(x), sum);
+    EXPECT_EQ(strata::reduce(x, std::int64_t{-3}), sum - 3);
+    EXPECT_EQ(strata::reduce_async(x, std::int64_t{4}, cuda::std::plus<std::int64_t>{}).get(), sum + 4);
+    EXPECT_EQ(strata::count_if(x, odd{}), odds);
+    const auto lo = strata::min_element(x), hi = strata::max_element(x);
+    EXPECT_EQ(lo.index, static_cast<std::uint64_t>(std::min_element(h.begin(), h.end()) - h.begin()));
+    EXPECT_EQ(hi.index, static_cast<std::uint64_t>(std::max_element(h.begin(), h.end()) - h.begin()));
+    if (n > 0) {
+      EXPECT_EQ(lo.value, *std::min_element(h.begin(), h.end()));
+      EXPECT_EQ(hi.value, *std::max_element(h.begin(), h.end()));
+    }
+    EXPECT_EQ(strata::any_of(x, odd{}), odds > 0);
+    EXPECT_EQ(strata::all_of(x, odd{}), odds == n);
+    strata::distributed_vector<std::int64_t> y(x);
+    EXPECT_TRUE(strata::equal(x, y));
+    if (n > 0) {
+      strata::transform(y, y, flip_low_bit{});
+      EXPECT_FALSE(strata::equal(x, y));
+    }
+    EXPECT_TRUE(x.to_std_vector() == h) << "every rank receives every element";
+  });
+}
+
+TEST(NcclSpanning, ScansKeepTheGlobalOrder) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    std::vector<std::int64_t> inc(h.size()), exc(h.size());
+    std::int64_t acc = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      exc[i] = acc + 5;
+      acc += h[i];
+      inc[i] = acc;
+    }
+    strata::distributed_vector<std::int64_t> x(h, set, policy);
+    strata::distributed_vector<std::int64_t> y(n, std::int64_t{-77}, set, policy);
+    strata::inclusive_scan(x, y, cuda::std::plus<std::int64_t>{});
+    EXPECT_TRUE(y.to_std_vector() == inc) << "inclusive";
+    strata::exclusive_scan(x, x, std::int64_t{5}, cuda::std::plus<std::int64_t>{});  // in place
+    EXPECT_TRUE(x.to_std_vector() == exc) << "exclusive, in place";
+
+    std::mt19937_64 gen(seed);
+    std::vector<mat2> m(n);
+    for (auto& e : m) e = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
+                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
+    const mat2 init{2, 7, 1, 8};
+    std::vector<mat2> minc(n), mexc(n);
+    mat2 macc{1, 0, 0, 1}, macc_init = init;
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      mexc[i] = macc_init;
+      macc = i == 0 ? m[0] : mat2_mul{}(macc, m[i]);
+      macc_init = mat2_mul{}(macc_init, m[i]);
+      minc[i] = macc;
+    }
+    strata::distributed_vector<mat2> a(m, set, policy);
+    strata::distributed_vector<mat2> b(n, mat2{9, 9, 9, 9}, set, policy);
+    strata::inclusive_scan(a, b, mat2_mul{});
+    EXPECT_TRUE(b.to_std_vector() == minc) << "inclusive, not commutative";
+    strata::exclusive_scan(a, b, init, mat2_mul{});
+    EXPECT_TRUE(b.to_std_vector() == mexc) << "exclusive, not commutative";
+  });
+}
+
+// Last (the group is aborted then): rank size-1 leaves after the set spanning the ranks is made;
+// the others' reduce (no group argument) gives up after the timeout, aborts the communicator and
+// throws strata::nccl_error instead of hanging, and so does every later wait on the set.
+TEST(NcclRanksZ, OnASpanningSetARankThatFailsMakesTheOthersThrow) {
   if (world_size() < 2) GTEST_SKIP() << "needs two ranks";
   const auto& g = group();
   g.set_timeout(std::chrono::seconds(3));
-  const auto set = private_set_on(g.device(), 1);
+  const auto set = strata::spanning_set(g, 1);
   strata::distributed_vector<int> x(10, 1, set);
-  if (world_rank() == world_size() - 1) {  // the failing rank: it leaves (aborting its end, which never blocks)
+  if (world_rank() == world_size() - 1) {
     g.abort();
     return;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)strata::reduce(g, x), strata::nccl_error);
+  EXPECT_THROW((void)strata::reduce(x), strata::nccl_error);
+  EXPECT_THROW(set.synchronize(), strata::nccl_error);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   EXPECT_TRUE(g.aborted());
 }

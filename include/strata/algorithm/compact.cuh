@@ -108,6 +108,7 @@ distributed_span<T> prefixes(const distributed_span<T>& r, const std::vector<std
 template <class T, class Pred>
 std::vector<std::uint64_t> select_if(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
                                      Pred pred) {
+  require_one_process(name, in.places().state());
   call_scope scope(in.places().state(), name);
   return kept_counts(scope.state(), in.partition(), [&](std::size_t i, place_state& p, std::uint64_t* kept) {
     const auto s = in.segment_at(i);
@@ -124,6 +125,7 @@ template <class T, class Eq>
 std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
                                        Eq eq) {
   static_assert(sizeof(T) <= max_merge_value_bytes, "strata::unique: elements of at most 256 bytes");
+  require_one_process(name, in.places().state());
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
@@ -197,6 +199,7 @@ distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
   detail::require_places("strata::copy_if", in);
   std::vector<std::uint64_t> counts;
   {
+    detail::require_one_process("strata::copy_if", in.places().state());
     detail::call_scope scope(in.places().state(), "strata::copy_if");
     counts = detail::kept_counts(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p, std::uint64_t* kept) {
       const auto s = in.segment_at(i);
@@ -279,6 +282,7 @@ std::pair<distributed_span<range_value_t<In>>, distributed_span<range_value_t<In
   detail::require_compaction_output("strata::partition_copy", in, no);
   detail::require_compaction_output("strata::partition_copy", distributed_span<const T>(yes), no);
   const auto y = detail::segment_data(yes), f = detail::segment_data(no);
+  detail::require_one_process("strata::partition_copy", in.places().state());
   detail::call_scope scope(in.places().state(), "strata::partition_copy");
   const std::size_t k = in.segment_count();
   // Words [0, k): the kept counts of the true part; [k, 2k): of the false part.

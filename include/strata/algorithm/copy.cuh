@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -34,6 +35,8 @@ template <class T>
 void copy_relayout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
   set_state& ss = in.places().state();
   set_state& ds = out.places().state();
+  require_one_process("strata::copy between layouts", ss);
+  require_one_process("strata::copy between layouts", ds);
   two_set_scope scope(ss, ds, "strata::copy");
   const auto from = segment_data(in);
   const auto to = segment_data(out);
@@ -58,6 +61,55 @@ void copy_impl(const In& in_r, Out&& out_r, bool sync) {
     copy_relayout(in, out, sync);
 }
 
+// copy_to_host on a set spanning processes, a collective: every global segment, in order and in
+// chunks, is broadcast from its rank (ncclBroadcast through the link, on the root's stream) into
+// a device buffer, copied into the pinned staging ring and from there into `dst`; the host waits
+// (never hanging) once per ring of chunks.
+template <class T>
+void copy_to_host_across_ranks(set_state& s, const distributed_span<const T>& in, T* dst) {
+  staging_ring& ring = s.staging();
+  constexpr std::size_t chunks = staging_ring::slots;
+  const std::size_t chunk = ring.chunk_bytes;
+  char* dev = s.rank_buffer(chunks * chunk);
+  place_state& root = s.root();
+  for_each_segment(s, in.partition(), [&](std::size_t i, place_state& p) {
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
+  });
+  device_guard g(root.device());
+  active_place_scope a(static_cast<int>(s.root_index));
+  for_each_segment(s, in.partition(), [&](std::size_t i, place_state& p) {
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), p.event(), 0));
+  });
+  for (std::size_t k = 0; k < chunks; ++k)
+    if (ring.free[k] != nullptr) STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), ring.free[k], 0));
+  struct landing {
+    char* to;
+    std::size_t k, n;
+  };
+  std::vector<landing> pending;
+  const auto flush = [&] {
+    s.link->wait(root.stream());
+    s.check_ranks("strata::copy_to_host");
+    for (const landing& l : pending) std::memcpy(l.to, ring.slot(l.k), l.n);
+    pending.clear();
+  };
+  for (std::size_t i = 0; i < in.partition().places(); ++i) {
+    const std::uint64_t count = in.partition().count(i);
+    if (count == 0) continue;
+    const auto* src = s.local(i) ? reinterpret_cast<const char*>(in.segment_at(i).data) : nullptr;
+    char* to = reinterpret_cast<char*>(dst + in.partition().offset(i));
+    const std::size_t bytes = count * sizeof(T);
+    for (std::size_t done = 0; done < bytes; done += chunk) {
+      const std::size_t n = std::min(chunk, bytes - done), k = pending.size();
+      s.link->broadcast(src != nullptr ? src + done : nullptr, dev + k * chunk, n, s.ranks.owner(i), root.stream());
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(ring.slot(k), dev + k * chunk, n, cudaMemcpyDeviceToHost, root.stream()));
+      pending.push_back({to + done, k, n});
+      if (pending.size() == chunks) flush();
+    }
+  }
+  flush();
+}
+
 }  // namespace detail
 
 /// Copies `in` into `out` element by element (global index order). The ranges must have the
@@ -77,7 +129,9 @@ void copy(const In& in, Out&& out, nosync_t) {
 }
 
 /// Copies `out.size()` elements from host memory at `src` into `out`, and waits. `src` may be
-/// pageable or pinned. Throws std::invalid_argument if `src` is null while `out` is not empty or
+/// pageable or pinned. On a set spanning processes `src` holds the whole (global) range and each
+/// rank copies only its own elements (no collective). Throws std::invalid_argument if `src` is
+/// null while `out` is not empty or
 /// `out` has no places; strata::cuda_error if a CUDA call fails.
 template <class Out, class T, class = std::enable_if_t<is_distributed_range_v<Out>>>
 void copy_from_host(const T* src, Out&& out_r) {
@@ -94,8 +148,11 @@ void copy_from_host(const T* src, Out&& out_r) {
 }
 
 /// Copies every element of `in` to host memory at `dst` (which must hold `in.size()`
-/// elements), and waits. Throws std::invalid_argument if `dst` is null while `in` is not empty
-/// or `in` has no places; strata::cuda_error if a CUDA call fails.
+/// elements), and waits. On a set spanning processes it is a collective: every rank must call it,
+/// and every rank receives every element (broadcast from its rank through NCCL, in chunks of the
+/// staging ring: meant for checking and output, not for speed). Throws std::invalid_argument if
+/// `dst` is null while `in` is not empty or `in` has no places; strata::cuda_error if a CUDA call
+/// fails; on a set spanning processes, the process group's error on a failed or silent peer.
 template <class In, class T, class = std::enable_if_t<is_distributed_range_v<In>>>
 void copy_to_host(const In& in_r, T* dst) {
   const distributed_span<const T> in = detail::as_span(in_r);
@@ -103,6 +160,7 @@ void copy_to_host(const In& in_r, T* dst) {
   if (in.empty()) return;
   if (dst == nullptr) throw std::invalid_argument("strata::copy_to_host: the host pointer is null");
   detail::call_scope scope(in.places().state(), "strata::copy_to_host");
+  if (scope.state().link != nullptr) return detail::copy_to_host_across_ranks(scope.state(), in, dst);
   detail::for_each_segment(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p) {
     const auto s = in.segment_at(i);
     STRATA_CUDA_CHECK(cudaMemcpyAsync(dst + s.offset, s.data, s.count * sizeof(T), cudaMemcpyDeviceToHost, p.stream()));

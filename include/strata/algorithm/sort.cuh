@@ -368,6 +368,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   prof = sort_profile{};
   const auto t0 = clock::now();
 
+  require_one_process(name, keys.places().state());
   call_scope scope(keys.places().state(), name);
   set_state& s = scope.state();
   const partition& part = keys.partition();

@@ -73,11 +73,11 @@ template <class A, class B>
 void require_no_partial_overlap(const char* algo, const distributed_span<A>& in, const distributed_span<B>& out) {
   for (std::size_t i = 0; i < in.segment_count(); ++i) {
     const auto a = in.segment_at(i);
-    if (a.count == 0) continue;
+    if (a.count == 0 || a.data == nullptr) continue;  // (null with elements: another process's)
     const auto a0 = reinterpret_cast<std::uintptr_t>(a.data), a1 = a0 + a.count * sizeof(A);
     for (std::size_t j = 0; j < out.segment_count(); ++j) {
       const auto b = out.segment_at(j);
-      if (b.count == 0 || b.device != a.device) continue;
+      if (b.count == 0 || b.data == nullptr || b.device != a.device) continue;
       const auto b0 = reinterpret_cast<std::uintptr_t>(b.data), b1 = b0 + b.count * sizeof(B);
       if (a0 < b1 && b0 < a1 && !(i == j && a0 == b0 && a1 == b1))
         throw std::invalid_argument(algo_name(algo) + ": the input and the output overlap in memory (input segment " +
@@ -102,7 +102,7 @@ template <class A, class B>
 void require_disjoint(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
   require_no_partial_overlap(algo, a, b);
   for (std::size_t i = 0; i < a.segment_count() && i < b.segment_count(); ++i)
-    if (a.partition().count(i) > 0 &&
+    if (a.partition().count(i) > 0 && a.segment_at(i).data != nullptr &&
         static_cast<const void*>(a.segment_at(i).data) == static_cast<const void*>(b.segment_at(i).data))
       throw std::invalid_argument(algo_name(algo) + ": the two ranges are the same range; they must not share memory");
 }
@@ -125,17 +125,21 @@ void run_cub(place_state& p, Call&& call) {
   STRATA_CUDA_CHECK(call(temp, bytes));
 }
 
-/// Calls `f(i, place)` for every non-empty segment `i` of `part`, with that place's device
-/// current, in place order. Every launch is enqueued; nothing waits.
+/// Calls `f(i, place)` for every non-empty segment `i` of `part` that is this process's (all of
+/// them, unless the set spans processes), with that place's device current, in place order.
+/// Every launch is enqueued; nothing waits.
 template <class F>
 void for_each_segment(set_state& s, const partition& part, F&& f) {
   for (std::size_t i = 0; i < part.places(); ++i)
-    if (part.count(i) > 0) at_place(s, i, [&](place_state& p) { f(i, p); });
+    if (part.count(i) > 0 && s.local(i)) at_place(s, i, [&](place_state& p) { f(i, p); });
 }
 
-/// Waits for every place that has a non-empty segment of `part`.
+/// Waits for every place of this process that has a non-empty segment of `part` (on a set
+/// spanning processes: without hanging on a failed peer, and throwing if a collective found a
+/// rank missing).
 inline void wait_segments(set_state& s, const partition& part) {
-  for_each_segment(s, part, [](std::size_t, place_state& p) { STRATA_CUDA_CHECK(cudaStreamSynchronize(p.stream())); });
+  for_each_segment(s, part, [](std::size_t, place_state& p) { p.synchronize(); });
+  s.check_ranks("strata: waiting for the places");
 }
 
 }  // namespace detail

@@ -7,6 +7,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/graph_cache.cuh>
+#include <strata/detail/rank_link.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/error.hpp>
 #include <strata/future.cuh>
@@ -55,17 +56,18 @@ P* merge_slot(set_state& s, std::size_t i, int region) {
 template <class P>
 void root_waits_for(set_state& s, const slot_table<P>& t) {
   for (int j = 0; j < t.size; ++j)
-    if (t.place[j] != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.root().stream(), s.places[t.place[j]]->event(), 0));
+    if (static_cast<std::size_t>(t.place[j]) != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(s.root().stream(), s.places[t.place[j]]->event(), 0));
 }
 
-/// The slot table of a call over `part`: for the j-th non-empty segment (in segment order), its
+/// The slot table of a call over `part`: for the j-th non-empty segment of this process (in
+/// segment order), its
 /// place's partial slot, its global offset and its place. It depends only on the partition,
 /// so an eager call and every replay of a captured one use the same table.
 template <class P>
 slot_table<P> slot_table_of(set_state& s, const partition& part) {
   slot_table<P> t{};
   for (std::size_t i = 0; i < part.places(); ++i) {
-    if (part.count(i) == 0) continue;
+    if (part.count(i) == 0 || !s.local(i)) continue;
     const int j = t.size++;
     t.ptr[j] = merge_slot<P>(s, i, 0);
     t.offset[j] = part.offset(i);
@@ -85,12 +87,13 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     // (Inside a capture the fork from the root orders the places after the previous merge.)
-    if (i != 0 && s.merge_used && !p.capturing) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
+    if (i != s.root_index && s.merge_used && !p.capturing)
+      STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), merge_done, 0));
     partial(i, p, t.ptr[j++]);
-    if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
   });
   device_guard g(s.root_device());
-  active_place_scope a(0);
+  active_place_scope a(static_cast<int>(s.root_index));
   root_waits_for(s, t);
   return t;
 }
@@ -101,7 +104,7 @@ template <class F>
 void run_on_root(set_state& s, const F& task) {
   place_state& root = s.root();
   device_guard g(root.device());
-  active_place_scope a(0);
+  active_place_scope a(static_cast<int>(s.root_index));
   root_task_kernel<<<1, 1, 0, root.stream()>>>(task);
   STRATA_CUDA_CHECK(cudaGetLastError());
   STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), root.stream()));
@@ -192,7 +195,7 @@ std::unique_ptr<cached_graph> capture_reduce(set_state& s, const partition& part
   try {
     STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-      if (i == 0) return;
+      if (i == s.root_index) return;
       // Listed first: should the fork report a failure after all, joining a stream that is not
       // capturing is harmless, while leaving a forked one unjoined would poison the capture.
       forked.push_back(&p);
@@ -245,10 +248,10 @@ void replay_reduce(set_state& s, const partition& part, cached_graph& g, const s
                    const Fold& fold) {
   place_state& root = s.root();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    if (i != 0) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
   });
   device_guard g0(root.device());
-  active_place_scope a(0);
+  active_place_scope a(static_cast<int>(s.root_index));
   root_waits_for(s, t);
   fold_task<P, R, Fold> task{t, out, fold};
   set_fold_params(g, task);
@@ -256,9 +259,126 @@ void replay_reduce(set_state& s, const partition& part, cached_graph& g, const s
   STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), root.stream()));
   s.merge_used = true;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.merge_done_event(), 0));
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.merge_done_event(), 0));
   });
   ++s.graphs.replays;
+}
+
+// ---- across the ranks of a set spanning processes ------------------------------------------
+
+/// The slots of one collective over the ranks of a set spanning processes, for values of P: one
+/// slot per rank holding its places' values `stride` bytes apart (by local place index), then the
+/// stamp (rank_link.cuh). The same on every rank: it depends only on the rank map.
+template <class P>
+struct rank_slots {
+  std::size_t stride, slot, stamp_at;
+  explicit rank_slots(const set_state& s)
+      : stride((sizeof(P) + 15) / 16 * 16),
+        slot(gather_slot_bytes(stride * s.ranks.most())),
+        stamp_at(gather_stamp_at(stride * s.ranks.most())) {}
+};
+
+/// Root task before a collective: this rank's values (the local table) and the call's stamp
+/// into its slot.
+template <class P>
+struct pack_task {
+  slot_table<P> local;
+  char* slot;
+  std::size_t first, stride, stamp_at;
+  std::uint64_t stamp;
+  __device__ void operator()() const {
+    for (int j = 0; j < local.size; ++j)
+      ::memcpy(slot + (static_cast<std::size_t>(local.place[j]) - first) * stride, local.ptr[j], sizeof(P));
+    ::memcpy(slot + stamp_at, &stamp, sizeof stamp);
+  }
+};
+
+/// A root task after a collective: records the first rank whose slot the collective did not
+/// write (sticky, in the set's missing-rank word), then runs `task`.
+template <class Task>
+struct checked_task {
+  Task task;
+  const char* gathered;
+  int ranks;
+  std::size_t slot, stamp_at;
+  std::uint64_t stamp;
+  int* missing;
+  __device__ void operator()() const {
+    const int m = first_unstamped(gathered, ranks, slot, stamp_at, stamp);
+    if (m >= 0 && *missing < 0) *missing = m;
+    task();
+  }
+};
+
+/// One collective of a set spanning processes: the local values of `local` (already gathered on
+/// the root) packed with a fresh stamp into this rank's slot of the set's rank buffer, then the
+/// all-gather, both on the root's stream. Returns the stamp the folds check.
+template <class P>
+std::uint64_t all_gather_partials(set_state& s, const slot_table<P>& local, const rank_slots<P>& rs, char* buffer) {
+  const std::uint64_t stamp = s.link->next_stamp();
+  const auto me = static_cast<std::size_t>(s.ranks.rank());
+  place_state& root = s.root();
+  device_guard g(root.device());
+  active_place_scope a(static_cast<int>(s.root_index));
+  root_task_kernel<<<1, 1, 0, root.stream()>>>(
+      pack_task<P>{local, buffer + me * rs.slot, s.ranks.first(s.ranks.rank()), rs.stride, rs.stamp_at, stamp});
+  STRATA_CUDA_CHECK(cudaGetLastError());
+  s.link->all_gather(buffer, rs.slot, root.stream());
+  return stamp;
+}
+
+/// The global slot table of a call over `part` on a set spanning processes: every non-empty
+/// segment of every rank, in segment order; this rank's values in its merge slots of `region`,
+/// the other ranks' in their slots of the gathered `buffer` (region 0) or, for the offsets a
+/// scan's fold writes and nobody here reads (region 1), in scratch after the slots.
+template <class P>
+slot_table<P> global_table(set_state& s, const partition& part, const rank_slots<P>& rs, char* buffer, int region) {
+  slot_table<P> t{};
+  const std::size_t after = rs.slot * static_cast<std::size_t>(s.ranks.ranks());
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    if (part.count(i) == 0) continue;
+    const int j = t.size++;
+    if (s.local(i)) {
+      t.ptr[j] = merge_slot<P>(s, i, region);
+    } else {
+      const int r = s.ranks.owner(i);
+      char* at = region == 0 ? buffer + static_cast<std::size_t>(r) * rs.slot + (i - s.ranks.first(r)) * rs.stride
+                             : buffer + after + static_cast<std::size_t>(j) * rs.stride;
+      t.ptr[j] = reinterpret_cast<P*>(at);
+    }
+    t.offset[j] = part.offset(i);
+    t.place[j] = static_cast<int>(i);
+  }
+  return t;
+}
+
+/// reduce_to_future on a set spanning processes: the local partials gathered on the root as on
+/// any set, all-gathered between the ranks (ncclAllGather through the link, device to device),
+/// and folded on every rank's root in global segment order by the same `fold`: every rank gets
+/// the same value, and operators that are not commutative, first/last extrema and exact sums
+/// stay exact. No graph: a collective is not replayed from one rank's graph.
+template <class R, class P, class Partial, class Fold>
+future<R> reduce_across_ranks(const device_set& set, set_state& s, const partition& part, Partial& partial,
+                              const Fold& fold) {
+  const rank_slots<P> rs(s);
+  const auto ranks = static_cast<std::size_t>(s.ranks.ranks());
+  char* buffer = s.rank_buffer(rs.slot * ranks);
+  int* missing = s.missing_rank_word();
+  result_slot slot = s.acquire_slot();
+  try {
+    const slot_table<P> local = gather<P>(s, part, partial);
+    const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
+    const slot_table<P> all = global_table(s, part, rs, buffer, 0);
+    using task_t = fold_task<P, R, Fold>;
+    run_on_root(s, checked_task<task_t>{task_t{all, static_cast<R*>(slot.host), fold}, buffer, s.ranks.ranks(), rs.slot,
+                                        rs.stamp_at, stamp, missing});
+    device_guard g(s.root_device());
+    STRATA_CUDA_CHECK(cudaEventRecord(slot.done, s.root().stream()));
+  } catch (...) {
+    s.release_slot(slot);
+    throw;
+  }
+  return future<R>(set.shared_state(), slot);
 }
 
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
@@ -275,6 +395,7 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
   call_scope scope(set.state(), name);
   if (part.size() == 0) return future<R>(empty_value);
   set_state& s = scope.state();
+  if (s.link != nullptr) return reduce_across_ranks<R, P>(set, s, part, partial, fold);
 
   graph_cache::entry* cached = nullptr;
   if (s.use_graphs) {
@@ -342,18 +463,34 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
   }
   // The last place still joins the gather with nothing to compute: the root's wait on it orders
   // the fold's write of its offset slot after that place's previous scan read it.
-  const slot_table<P> totals = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
+  const slot_table<P> local = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
     if (i != last) total(i, p, out);
   });
-  slot_table<P> offsets = totals;
-  for (int j = 0; j < totals.size; ++j) offsets.ptr[j] = merge_slot<P>(s, static_cast<std::size_t>(totals.place[j]), 1);
-  run_on_root(s, offsets_task<P, Fold>{totals, offsets, fold});
+  slot_table<P> totals = local;
+  slot_table<P> offsets;
+  if (s.link == nullptr) {
+    offsets = totals;
+    for (int j = 0; j < totals.size; ++j) offsets.ptr[j] = merge_slot<P>(s, static_cast<std::size_t>(totals.place[j]), 1);
+    run_on_root(s, offsets_task<P, Fold>{totals, offsets, fold});
+  } else {
+    // Across ranks: every rank's totals all-gathered, the offsets of every segment folded on
+    // every rank in global segment order (each rank keeps those of its own places).
+    const rank_slots<P> rs(s);
+    char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(s.ranks.ranks()) + max_places * rs.stride);
+    int* missing = s.missing_rank_word();
+    const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
+    totals = global_table(s, part, rs, buffer, 0);
+    offsets = global_table(s, part, rs, buffer, 1);
+    using task_t = offsets_task<P, Fold>;
+    run_on_root(s, checked_task<task_t>{task_t{totals, offsets, fold}, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at,
+                                        stamp, missing});
+  }
   const cudaEvent_t ready = s.merge_done_event();
-  int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    if (i != 0) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
+    int j = 0;
+    while (static_cast<std::size_t>(offsets.place[j]) != i) ++j;
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
     scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
-    ++j;
   });
 }
 

@@ -5,6 +5,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/graph_cache.cuh>
 #include <strata/detail/memory.cuh>
+#include <strata/detail/rank_link.cuh>
 #include <strata/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -32,6 +33,12 @@ class place_state {
   // temporary storage when it is freed. Never throws.
   ~place_state() {
     quiet_device_switch on(device_);
+    if (link != nullptr) {
+      try {
+        link->wait(stream_);  // never hangs on NCCL work whose peers are gone
+      } catch (...) {
+      }
+    }
     (void)cudaStreamSynchronize(stream_);
     for (void* p : {temp_, scratch_})
       if (p != nullptr) {
@@ -63,7 +70,7 @@ class place_state {
   void* temp_storage(std::size_t bytes) {
     if (bytes <= temp_bytes_) return temp_;
     if (capturing) throw capture_abort{};  // cannot synchronise or allocate inside a capture
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    synchronize();
     const std::size_t grown = bytes + bytes / 2;
     void* fresh = device_allocate(device_, grown);
     device_free(device_, temp_);
@@ -78,7 +85,7 @@ class place_state {
   /// release_cached() frees it. Call with the place's device current.
   void* scratch(std::size_t bytes) {
     if (bytes <= scratch_bytes_) return scratch_;
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    synchronize();
     device_free(device_, scratch_);
     scratch_ = nullptr;
     scratch_bytes_ = 0;
@@ -91,7 +98,7 @@ class place_state {
   /// Frees the cached temp storage and scratch after waiting for the stream. Call with the
   /// place's device current.
   void release_cached() {
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    synchronize();
     device_free(device_, temp_);
     device_free(device_, scratch_);
     temp_ = scratch_ = nullptr;
@@ -100,6 +107,19 @@ class place_state {
 
   std::size_t temp_storage_bytes() const noexcept { return temp_bytes_; }
   const void* temp_storage_pointer() const noexcept { return temp_; }
+
+  /// Waits for the place's stream: cudaStreamSynchronize, or on a set spanning processes the
+  /// link's wait, which never hangs on a failed peer (its NCCL work runs on the root's stream).
+  /// Call with the place's device current. Throws strata::cuda_error, or the link's error.
+  void synchronize() {
+    if (link != nullptr)
+      link->wait(stream_);
+    else
+      STRATA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  /// The transport of a set spanning processes (owned by the set), or null.
+  rank_link* link = nullptr;
 
   /// Set while the place's work is being captured into a graph.
   bool capturing = false;

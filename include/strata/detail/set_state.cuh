@@ -7,6 +7,7 @@
 #include <strata/detail/memory.cuh>
 #include <strata/detail/nvtx.cuh>
 #include <strata/detail/place_state.cuh>
+#include <strata/detail/rank_link.cuh>
 #include <strata/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -15,6 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace strata::detail {
@@ -61,13 +64,25 @@ class set_state {
       if (merge_done_ != nullptr) (void)cudaEventDestroy(merge_done_);
     }
     device_free(root_device_, merge_dev_);
+    device_free(root_device_, rank_dev_);
+    pinned_free(missing_);
     pinned_free(merge_host_);
     pinned_free(host_words_);
     for (char* m : staging_.memory) pinned_free(m);
     for (void* chunk : slot_chunks_) pinned_free(chunk);
   }
 
+  /// The places, in place order. On a set spanning processes, the places of other ranks are null
+  /// (their entries keep the global place order: see `ranks`).
   std::vector<std::unique_ptr<place_state>> places;
+  /// On a set spanning processes: the transport between its ranks and which rank owns which
+  /// place; null and empty otherwise.
+  std::shared_ptr<rank_link> link;
+  rank_map ranks;
+  /// The place merges run on: place 0, or on a set spanning processes this rank's first place.
+  std::size_t root_index = 0;
+  /// True if place `i` is this process's (always, on a set that does not span processes).
+  bool local(std::size_t i) const noexcept { return places[i] != nullptr; }
   /// direct[i * k + j]: kernels on place i may read and write place j's device memory
   /// (same device, or peer access enabled and not forced off).
   std::vector<char> direct;
@@ -96,12 +111,44 @@ class set_state {
   /// strata::cuda_error if work on a place failed.
   void wait_all_places() {
     for (auto& p : places) {
+      if (p == nullptr) continue;
       device_guard g(p->device());
-      STRATA_CUDA_CHECK(cudaStreamSynchronize(p->stream()));
+      p->synchronize();
     }
+    check_ranks("strata::device_set::synchronize");
   }
-  place_state& root() { return *places[0]; }
-  bool reaches_root(std::size_t p) const noexcept { return direct[p * places.size()] != 0; }
+  place_state& root() { return *places[root_index]; }
+  bool reaches_root(std::size_t p) const noexcept { return direct[p * places.size() + root_index] != 0; }
+
+  /// On a set spanning processes: a word of mapped pinned memory where the folds of collectives
+  /// record the first rank that did not contribute (-1: none yet). Sticky: once a rank is
+  /// missing, every later wait on the set throws.
+  int* missing_rank_word() {
+    if (missing_ == nullptr) {
+      missing_ = static_cast<int*>(pinned_allocate(sizeof(int)));
+      *missing_ = -1;
+    }
+    return missing_;
+  }
+  /// After a wait on a set spanning processes: throws (through the link, which aborts) if a
+  /// fold found a rank missing. No-op on other sets.
+  void check_ranks(const char* who) {
+    if (link != nullptr && missing_ != nullptr && *const_cast<volatile int*>(missing_) >= 0)
+      link->fail_missing(*missing_, who);
+  }
+  /// Device memory of `bytes` on the root device for the slots of a collective (all-gathered
+  /// partials, a broadcast's chunks). Growing waits for every place first. Call with call_mutex
+  /// held.
+  char* rank_buffer(std::size_t bytes) {
+    if (bytes > rank_bytes_) {
+      wait_all_places();
+      void* fresh = device_allocate(root_device_, bytes);
+      device_free(root_device_, rank_dev_);
+      rank_dev_ = fresh;
+      rank_bytes_ = bytes;
+    }
+    return static_cast<char*>(rank_dev_);
+  }
 
   /// Merge workspace: `bytes` on the root device and as pinned host memory. Growing waits for
   /// every place, since queued work of earlier calls may still use the old buffers. Call with
@@ -118,6 +165,8 @@ class set_state {
       throw;
     }
     device_free(root_device_, merge_dev_);
+    device_free(root_device_, rank_dev_);
+    pinned_free(missing_);
     pinned_free(merge_host_);
     merge_dev_ = dev;
     merge_host_ = host;
@@ -190,6 +239,9 @@ class set_state {
   }
 
   int root_device_ = 0;
+  void* rank_dev_ = nullptr;
+  std::size_t rank_bytes_ = 0;
+  int* missing_ = nullptr;
   void* merge_dev_ = nullptr;
   void* merge_host_ = nullptr;
   std::size_t merge_bytes_ = 0;
@@ -212,6 +264,15 @@ decltype(auto) at_place(set_state& s, std::size_t i, F&& f) {
   device_guard g(p.device());
   active_place_scope a(static_cast<int>(i));
   return f(p);
+}
+
+/// Throws std::logic_error naming `algo` if `s` spans processes: for the algorithms that do not
+/// cross ranks yet (sort, compaction, topology, moves between sets).
+inline void require_one_process(const char* algo, const set_state& s) {
+  if (s.link != nullptr)
+    throw std::logic_error(std::string(algo) +
+                           " is not available on a device_set that spans processes (it would not cross ranks); "
+                           "see docs/api.md, \"Beyond one process\"");
 }
 
 /// One call on a set (an algorithm, element access, synchronize): an NVTX range named after it
