@@ -1,5 +1,6 @@
-// The quick start over MPI ranks: one process per GPU, each holding its share of one range of
-// 10^7 floats; the sum and the scan cover the whole range and every rank gets the same sum.
+// The quick start over MPI ranks: one process per GPU, a device_set spanning them, and one range of
+// 10^7 floats over it (each rank allocating its share); the sum and the scan cover the whole range,
+// with the same calls as in one process, and every rank gets the same sum.
 //
 //   mpirun -np <number of GPUs> ./build/examples/multi_process
 //
@@ -22,22 +23,26 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto group = strata::process_group_from_mpi(MPI_COMM_WORLD, gpu);
-    const strata::device_set set{gpu};
+    const strata::device_set set = strata::spanning_set(group);  // one place per rank, in rank order
 
     const std::uint64_t n = 10'000'000;
-    const auto layout = strata::make_rank_layout(MPI_COMM_WORLD, n, set.size());  // ranks in order
-    strata::distributed_vector<float> x(layout.local_size(), 1.0f, set, layout.local_policy());
-    strata::distributed_vector<float> y(layout.local_size(), 0.0f, set, layout.local_policy());
+    strata::distributed_vector<float> x(n, 1.0f, set);  // the global range; each rank holds its share
+    strata::distributed_vector<float> y(n, 0.0f, set);
 
-    const float sum = strata::reduce(group, x);                        // the same on every rank
-    strata::inclusive_scan(group, x, y, cuda::std::plus<float>{});     // global prefix sums
-    const float last = layout.local_size() > 0 ? y.get(y.size() - 1) : 0.0f;
+    const float sum = strata::reduce(x);                           // the same on every rank
+    strata::inclusive_scan(x, y, cuda::std::plus<float>{});        // global prefix sums
+    std::uint64_t first = 0, end = 0;  // this rank's elements
+    for (std::size_t i = 0; i < set.size(); ++i)
+      if (set.is_local(i)) {
+        if (end == 0) first = y.partition().offset(i);
+        end = y.partition().offset(i) + y.partition().count(i);
+      }
+    const float last = end > first ? y.get(end - 1) : 0.0f;
 
     std::printf("rank %d of %d on GPU %d: elements [%llu, %llu), sum = %.0f, last prefix here = %.0f\n", group.rank(),
-                group.size(), gpu, static_cast<unsigned long long>(layout.offset()),
-                static_cast<unsigned long long>(layout.offset() + layout.local_size()), sum, last);
-    const bool ok = sum == static_cast<float>(n) &&
-                    (layout.local_size() == 0 || last == static_cast<float>(layout.offset() + layout.local_size()));
+                group.size(), gpu, static_cast<unsigned long long>(first), static_cast<unsigned long long>(end), sum,
+                last);
+    const bool ok = sum == static_cast<float>(n) && (end == first || last == static_cast<float>(end));
     status = ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::printf("rank failed: %s\n", e.what());
