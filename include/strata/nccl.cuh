@@ -67,6 +67,11 @@ class nccl_error : public std::runtime_error {
 
 namespace detail {
 inline void check_nccl(ncclResult_t r, const char* call, int rank, const char* file, int line) {
+  // NCCL reports its own result; CUDA calls that failed inside it (seen: cudaFuncGetAttributes in
+  // ncclCommInitRank) can leave the thread's last CUDA error set, which CUB's launch checks
+  // (cudaPeekAtLastError) would later report as theirs. Strata checks its own CUDA calls as it
+  // makes them, so what is left here is NCCL's: cleared.
+  (void)cudaGetLastError();
   if (r != ncclSuccess && r != ncclInProgress) throw nccl_error(r, call, rank, "", file, line);
 }
 }  // namespace detail
@@ -331,6 +336,7 @@ class process_group {
       if (aborted || comm == nullptr) return;
       aborted = true;
       (void)ncclCommAbort(comm);
+      (void)cudaGetLastError();  // (what NCCL left: see check_nccl)
     }
     // Throws strata::nccl_error naming `who` once the communicator was aborted.
     void live(const char* who) const {
@@ -362,6 +368,7 @@ class process_group {
         ncclResult_t async = ncclSuccess;
         // (Never on an aborted communicator: ncclCommAbort freed it.)
         const ncclResult_t q = aborted ? ncclSuccess : ncclCommGetAsyncError(comm, &async);
+        (void)cudaGetLastError();  // (what NCCL's internals left: see check_nccl)
         if (q != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
           abort();
           throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", rank_,
