@@ -76,6 +76,26 @@ std::vector<T> my_share(const std::vector<T>& global, const strata::rank_layout&
                         global.begin() + static_cast<std::ptrdiff_t>(l.offset() + l.local_size()));
 }
 
+// `n` random matrices from `seed` and their host scans (inclusive; exclusive seeded with `init`)
+// under mat2_mul, which is associative and not commutative.
+struct mat2_case {
+  std::vector<mat2> h, inc, exc;
+};
+mat2_case mat2_scans(std::uint64_t n, std::uint64_t seed, const mat2& init) {
+  std::mt19937_64 gen(seed);
+  mat2_case c{std::vector<mat2>(n), std::vector<mat2>(n), std::vector<mat2>(n)};
+  for (auto& m : c.h) m = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
+                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
+  mat2 acc{1, 0, 0, 1}, acc_init = init;
+  for (std::size_t i = 0; i < c.h.size(); ++i) {
+    c.exc[i] = acc_init;
+    acc = i == 0 ? c.h[0] : mat2_mul{}(acc, c.h[i]);
+    acc_init = mat2_mul{}(acc_init, c.h[i]);
+    c.inc[i] = acc;
+  }
+  return c;
+}
+
 }  // namespace
 
 TEST(NcclRanks, ReduceFamilyAgreesWithTheHost) {
@@ -125,19 +145,8 @@ TEST(NcclRanks, SumScansAgreeWithTheHost) {
 TEST(NcclRanks, NonCommutativeScansKeepTheGlobalOrder) {
   over_layouts([](const strata::device_set& set, const strata::rank_layout& l, std::uint64_t seed) {
     const auto& g = group();
-    std::mt19937_64 gen(seed);
-    std::vector<mat2> h(l.size());
-    for (auto& m : h) m = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
-                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
     const mat2 init{2, 7, 1, 8};
-    std::vector<mat2> inc(h.size()), exc(h.size());
-    mat2 acc{1, 0, 0, 1}, acc_init = init;
-    for (std::size_t i = 0; i < h.size(); ++i) {
-      exc[i] = acc_init;
-      acc = i == 0 ? h[0] : mat2_mul{}(acc, h[i]);
-      acc_init = mat2_mul{}(acc_init, h[i]);
-      inc[i] = acc;
-    }
+    const auto [h, inc, exc] = mat2_scans(l.size(), seed, init);
     strata::distributed_vector<mat2> x(my_share(h, l), set, l.local_policy());
     strata::distributed_vector<mat2> y(l.local_size(), mat2{9, 9, 9, 9}, set, l.local_policy());
     strata::inclusive_scan(g, x, y, mat2_mul{});
@@ -279,19 +288,8 @@ TEST(NcclSpanning, ScansKeepTheGlobalOrder) {
     strata::exclusive_scan(x, x, std::int64_t{5}, cuda::std::plus<std::int64_t>{});  // in place
     EXPECT_TRUE(x.to_std_vector() == exc) << "exclusive, in place";
 
-    std::mt19937_64 gen(seed);
-    std::vector<mat2> m(n);
-    for (auto& e : m) e = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
-                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
     const mat2 init{2, 7, 1, 8};
-    std::vector<mat2> minc(n), mexc(n);
-    mat2 macc{1, 0, 0, 1}, macc_init = init;
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      mexc[i] = macc_init;
-      macc = i == 0 ? m[0] : mat2_mul{}(macc, m[i]);
-      macc_init = mat2_mul{}(macc_init, m[i]);
-      minc[i] = macc;
-    }
+    const auto [m, minc, mexc] = mat2_scans(n, seed, init);
     strata::distributed_vector<mat2> a(m, set, policy);
     strata::distributed_vector<mat2> b(n, mat2{9, 9, 9, 9}, set, policy);
     strata::inclusive_scan(a, b, mat2_mul{});

@@ -352,33 +352,18 @@ slot_table<P> global_table(set_state& s, const partition& part, const rank_slots
   return t;
 }
 
-/// reduce_to_future on a set spanning processes: the local partials gathered on the root as on
-/// any set, all-gathered between the ranks (ncclAllGather through the link, device to device),
-/// and folded on every rank's root in global segment order by the same `fold`: every rank gets
-/// the same value, and operators that are not commutative, first/last extrema and exact sums
-/// stay exact. No graph: a collective is not replayed from one rank's graph.
-template <class R, class P, class Partial, class Fold>
-future<R> reduce_across_ranks(const device_set& set, set_state& s, const partition& part, Partial& partial,
-                              const Fold& fold) {
+/// The cross-rank step of every merge on a set spanning processes, after the local gather to the
+/// root (`local`): the partials all-gathered between the ranks (all_gather_partials), then on the
+/// root `make_task(rank_slots, buffer)`'s task, checked for missing ranks (checked_task).
+/// `scratch` bytes after the slots in `buffer` are the task's (global_table, region 1).
+template <class P, class MakeTask>
+void fold_across_ranks(set_state& s, const slot_table<P>& local, std::size_t scratch, const MakeTask& make_task) {
   const rank_slots<P> rs(s);
-  const auto ranks = static_cast<std::size_t>(s.ranks.ranks());
-  char* buffer = s.rank_buffer(rs.slot * ranks);
+  char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(s.ranks.ranks()) + scratch);
   int* missing = s.missing_rank_word();
-  result_slot slot = s.acquire_slot();
-  try {
-    const slot_table<P> local = gather<P>(s, part, partial);
-    const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
-    const slot_table<P> all = global_table(s, part, rs, buffer, 0);
-    using task_t = fold_task<P, R, Fold>;
-    run_on_root(s, checked_task<task_t>{task_t{all, static_cast<R*>(slot.host), fold}, buffer, s.ranks.ranks(), rs.slot,
-                                        rs.stamp_at, stamp, missing});
-    device_guard g(s.root_device());
-    STRATA_CUDA_CHECK(cudaEventRecord(slot.done, s.root().stream()));
-  } catch (...) {
-    s.release_slot(slot);
-    throw;
-  }
-  return future<R>(set.shared_state(), slot);
+  const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
+  const auto task = make_task(rs, buffer);
+  run_on_root(s, checked_task<decltype(task)>{task, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at, stamp, missing});
 }
 
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
@@ -395,10 +380,9 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
   call_scope scope(set.state(), name);
   if (part.size() == 0) return future<R>(empty_value);
   set_state& s = scope.state();
-  if (s.link != nullptr) return reduce_across_ranks<R, P>(set, s, part, partial, fold);
 
   graph_cache::entry* cached = nullptr;
-  if (s.use_graphs) {
+  if (s.use_graphs && s.link == nullptr) {  // (a collective is not replayed from one rank's graph)
     call_key key;
     key.add_type(typeid(Fold));
     bool keyable = partial.append_key(key);
@@ -416,7 +400,13 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
 
   result_slot slot = s.acquire_slot();
   try {
-    if (cached != nullptr && cached->graph) {
+    if (s.link != nullptr) {
+      // Across ranks: the same fold on every rank, over every rank's partials in global segment
+      // order, so every rank gets the same value and order-sensitive folds stay exact.
+      fold_across_ranks(s, gather<P>(s, part, partial), 0, [&](const rank_slots<P>& rs, char* buffer) {
+        return fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), static_cast<R*>(slot.host), fold};
+      });
+    } else if (cached != nullptr && cached->graph) {
       replay_reduce<P>(s, part, *cached->graph, slot_table_of<P>(s, part), static_cast<R*>(slot.host), fold);
     } else {
       const slot_table<P> t = gather<P>(s, part, partial);
@@ -475,15 +465,11 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
   } else {
     // Across ranks: every rank's totals all-gathered, the offsets of every segment folded on
     // every rank in global segment order (each rank keeps those of its own places).
-    const rank_slots<P> rs(s);
-    char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(s.ranks.ranks()) + max_places * rs.stride);
-    int* missing = s.missing_rank_word();
-    const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
-    totals = global_table(s, part, rs, buffer, 0);
-    offsets = global_table(s, part, rs, buffer, 1);
-    using task_t = offsets_task<P, Fold>;
-    run_on_root(s, checked_task<task_t>{task_t{totals, offsets, fold}, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at,
-                                        stamp, missing});
+    fold_across_ranks(s, local, max_places * rank_slots<P>(s).stride, [&](const rank_slots<P>& rs, char* buffer) {
+      totals = global_table(s, part, rs, buffer, 0);
+      offsets = global_table(s, part, rs, buffer, 1);
+      return offsets_task<P, Fold>{totals, offsets, fold};
+    });
   }
   const cudaEvent_t ready = s.merge_done_event();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
