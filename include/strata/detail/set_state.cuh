@@ -165,8 +165,6 @@ class set_state {
       throw;
     }
     device_free(root_device_, merge_dev_);
-    device_free(root_device_, rank_dev_);
-    pinned_free(missing_);
     pinned_free(merge_host_);
     merge_dev_ = dev;
     merge_host_ = host;
