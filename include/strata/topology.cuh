@@ -164,8 +164,12 @@ inline const topology& measure_topology(const device_set& set, topology_options 
   std::map<int, std::pair<detail::device_buffer, detail::device_buffer>> buffers;
   for (std::size_t i = 0; i < k; ++i) {
     const int d = set.device(i);
-    if (buffers.count(d) == 0)
-      buffers.emplace(d, std::make_pair(detail::device_buffer(d, big, set.stream(i)), detail::device_buffer(d, big, set.stream(i))));
+    if (buffers.count(d) != 0) continue;
+    buffers.emplace(d, std::make_pair(detail::device_buffer(d, big, set.stream(i)), detail::device_buffer(d, big, set.stream(i))));
+    // The copies read the source: give it defined bytes (compute-sanitizer's initcheck).
+    detail::device_guard g(d);
+    STRATA_CUDA_CHECK(cudaMemsetAsync(buffers.at(d).first.get(), 0, big, set.stream(i)));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(set.stream(i)));
   }
   struct pinned_block {
     void* p;
