@@ -103,6 +103,10 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     # sometimes a hang) in 2 of 26 runs of one such test alone and in 2 of 5 sweeps, always with
     # 0 hazards (docs/errors.md); they run under the other three tools.
     [ "$tool" = racecheck ] && skip=$skip:Concurrency.*
+    # initcheck tracks every copy, so measure_topology's bandwidth copies run at about 28 GB/s
+    # under it (H200, 2026-12-04) and that test's hardware-sanity floor (100 GB/s) fails with 0
+    # errors reported; it runs under the other three tools.
+    [ "$tool" = initcheck ] && skip=$skip:DeviceSet.MeasuredTopologyAndPolicy
     local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Scan.*:Transform.*:Copy.*:Compact.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
     # racecheck over the whole sort suite ran past a 200 s cap on the H200 (2026-12-03): under it
     # the sorts run one radix and one comparison-path test, which launch every sort kernel
