@@ -1,6 +1,8 @@
 // The quick start over MPI ranks: one process per GPU, a device_set spanning them, and one range of
 // 10^7 floats over it (each rank allocating its share); the sum and the scan cover the whole range,
-// with the same calls as in one process, and every rank gets the same sum.
+// with the same calls as in one process, and every rank gets the same sum; then the range is moved
+// off rank 0 (redistribute onto a layout giving rank 0's place no elements: NCCL sends and
+// receives between the ranks).
 //
 //   mpirun -np <number of GPUs> ./build/examples/multi_process
 //
@@ -11,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <vector>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -42,7 +45,17 @@ int main(int argc, char** argv) {
     std::printf("rank %d of %d on GPU %d: elements [%llu, %llu), sum = %.0f, last prefix here = %.0f\n", group.rank(),
                 group.size(), gpu, static_cast<unsigned long long>(first), static_cast<unsigned long long>(end), sum,
                 last);
-    const bool ok = sum == static_cast<float>(n) && (end == first || last == static_cast<float>(end));
+    // Drain rank 0 (with one rank there is nowhere to go: keep it).
+    std::vector<double> weights(set.size(), 1.0);
+    if (set.size() > 1) weights[0] = 0.0;
+    const auto moved = strata::redistribute(y, strata::partition_policy::weighted(weights));
+    const bool drained = set.size() == 1 || moved.partition().count(0) == 0;
+    const float last_moved = moved.to_std_vector().back();  // every rank receives every element
+    std::printf("rank %d: after draining rank 0 it holds %llu elements; the last prefix is %.0f\n", group.rank(),
+                static_cast<unsigned long long>(moved.partition().count(static_cast<std::size_t>(group.rank()))),
+                last_moved);
+    const bool ok = sum == static_cast<float>(n) && (end == first || last == static_cast<float>(end)) && drained &&
+                    last_moved == static_cast<float>(n);
     status = ok ? 0 : 1;
   } catch (const std::exception& e) {
     std::printf("rank failed: %s\n", e.what());

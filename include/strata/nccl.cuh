@@ -102,6 +102,10 @@ inline ncclUniqueId nccl_unique_id() {
 }
 
 class process_group;
+class rank_layout;
+template <class S, class T>
+void copy(const process_group& g, const distributed_span<S>& src, const rank_layout& from, const distributed_span<T>& dst,
+          const rank_layout& to);
 device_set spanning_set(const process_group& g, std::size_t places, device_set_options options);
 namespace detail {
 template <class V, class Op>
@@ -237,6 +241,9 @@ class process_group {
 
  private:
   friend device_set spanning_set(const process_group&, std::size_t, device_set_options);
+  template <class S, class T>
+  friend void copy(const process_group&, const distributed_span<S>&, const rank_layout&, const distributed_span<T>&,
+                   const rank_layout&);
   template <class V, class Op>
   friend V detail::gather_fold_from(const process_group&, const V*, cudaEvent_t, int, const V&, Op);
 
@@ -318,6 +325,20 @@ class process_group {
     void broadcast(const void* send, void* recv, std::size_t bytes, int root, cudaStream_t on) override {
       live("strata: broadcast across ranks");
       STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on));
+    }
+    void send_receive(const std::vector<detail::rank_transfer>& sends, const std::vector<detail::rank_transfer>& receives,
+                      cudaStream_t on) override {
+      if (sends.empty() && receives.empty()) return;
+      live("strata: exchange across ranks");
+      STRATA_NCCL_CHECK(rank_, ncclGroupStart());
+      try {
+        for (const auto& t : sends) STRATA_NCCL_CHECK(rank_, ncclSend(t.data, t.bytes, ncclUint8, t.peer, comm, on));
+        for (const auto& t : receives) STRATA_NCCL_CHECK(rank_, ncclRecv(t.data, t.bytes, ncclUint8, t.peer, comm, on));
+      } catch (...) {
+        (void)ncclGroupEnd();  // NCCL's group must close, also on the way out
+        throw;
+      }
+      STRATA_NCCL_CHECK(rank_, ncclGroupEnd());
     }
     void wait(cudaStream_t on) override {
       poll([on] { return cudaStreamQuery(on); }, "cudaStreamQuery (NCCL work)", timeout);
@@ -423,8 +444,10 @@ class process_group {
 /// rank's places alone; the reduce family and the scans cross ranks through NCCL and give the same
 /// result on every rank; copy_to_host (and to_std_vector) gives every rank every element. See
 /// docs/api.md, "Beyond one process", for the rules: every rank makes the same calls in the same
-/// order (as with NCCL's collectives); sort, compaction, redistribute and copies between layouts
-/// throw std::logic_error on such a set; get/set only reach this rank's elements.
+/// order (as with NCCL's collectives); copies between layouts and redistribute move the pieces
+/// between ranks by NCCL sends and receives (between two sets spanning the ranks of this group);
+/// sort and compaction throw std::logic_error on such a set; get/set only reach this rank's
+/// elements.
 ///
 /// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
 /// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay
@@ -959,26 +982,17 @@ void copy(const process_group& g, const distributed_span<S>& src, const rank_lay
   // What the places were doing with the shares comes first.
   if (src.size() > 0) src.places().synchronize();
   if (dst.size() > 0) dst.places().synchronize();
-  g.run([&](ncclComm_t comm, cudaStream_t stream) {
+  g.run([&](ncclComm_t, cudaStream_t stream) {
     const auto bytes = [](const detail::rank_piece& p) { return p.count * sizeof(T); };
     for (const auto& p : m.stays)
       STRATA_CUDA_CHECK(cudaMemcpyAsync(dst.segment_at(p.dst_place).data + p.dst_offset,
                                         src.segment_at(p.place).data + p.offset, bytes(p), cudaMemcpyDeviceToDevice,
                                         stream));
-    if (m.sends.empty() && m.receives.empty()) return;
-    STRATA_NCCL_CHECK(g.rank(), ncclGroupStart());
-    try {
-      for (const auto& p : m.sends)
-        STRATA_NCCL_CHECK(g.rank(),
-                          ncclSend(src.segment_at(p.place).data + p.offset, bytes(p), ncclUint8, p.peer, comm, stream));
-      for (const auto& p : m.receives)
-        STRATA_NCCL_CHECK(g.rank(),
-                          ncclRecv(dst.segment_at(p.place).data + p.offset, bytes(p), ncclUint8, p.peer, comm, stream));
-    } catch (...) {
-      (void)ncclGroupEnd();  // NCCL's group must close, also on the way out
-      throw;
-    }
-    STRATA_NCCL_CHECK(g.rank(), ncclGroupEnd());
+    std::vector<detail::rank_transfer> sends, receives;
+    for (const auto& p : m.sends)
+      sends.push_back({const_cast<T*>(src.segment_at(p.place).data + p.offset), bytes(p), p.peer});
+    for (const auto& p : m.receives) receives.push_back({dst.segment_at(p.place).data + p.offset, bytes(p), p.peer});
+    g.s_->send_receive(sends, receives, stream);
   });
 }
 

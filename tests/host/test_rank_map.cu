@@ -1,11 +1,13 @@
 // Which rank owns which place of a set spanning processes (detail::rank_map): the host logic of
 // strata::spanning_set, the same on every rank, checked without a GPU.
+#include <strata/detail/exchange.cuh>
 #include <strata/detail/rank_link.cuh>
 #include <strata/partition.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -59,4 +61,66 @@ TEST(RankMap, RejectsBadArguments) {
   EXPECT_THROW(rank_map({1, 2}, -1, 64), std::invalid_argument);
   EXPECT_THROW(rank_map({40, 30}, 0, 64), std::invalid_argument);
   EXPECT_NO_THROW(rank_map({32, 32}, 1, 64));
+}
+
+// The exchange between two sets spanning ranks (detail::plan_rank_exchange): seen from every rank
+// of random layouts (random places per rank on both sides, weighted partitions with empty places),
+// rank a's sends to rank b are exactly b's receives from a, in order and size (NCCL's matching
+// rule), every piece between two ranks is sent once and received once, and no piece that stays on
+// a rank is listed.
+TEST(RankExchange, EverySendMeetsItsReceiveInOrder) {
+  std::mt19937_64 gen(0x5eedull ^ static_cast<std::uint64_t>(std::random_device{}()));
+  for (int round = 0; round < 200; ++round) {
+    const int ranks = 1 + static_cast<int>(gen() % 5);
+    std::vector<std::size_t> pa(ranks), pb(ranks);
+    for (auto& p : pa) p = 1 + gen() % 3;
+    for (auto& p : pb) p = 1 + gen() % 3;
+    const std::uint64_t n = round % 10 == 0 ? gen() % 4 : gen() % 100000;
+    const auto random_partition = [&](std::size_t places) {
+      std::vector<double> w(places);
+      for (auto& x : w) x = gen() % 4 == 0 ? 0.0 : static_cast<double>(1 + gen() % 7);
+      w[gen() % places] = 1.0;  // (not every weight zero)
+      return strata::partition::weighted(n, w);
+    };
+    std::size_t ta = 0, tb = 0;
+    for (int r = 0; r < ranks; ++r) ta += pa[r], tb += pb[r];
+    const auto from = random_partition(ta), to = random_partition(tb);
+    const auto pieces = strata::detail::relayout_pieces(from, to);
+    std::vector<strata::detail::rank_exchange_plan> plans;
+    std::vector<rank_map> ma, mb;
+    for (int r = 0; r < ranks; ++r) {
+      ma.emplace_back(pa, r, 64);
+      mb.emplace_back(pb, r, 64);
+      plans.push_back(strata::detail::plan_rank_exchange(pieces, ma.back(), mb.back()));
+    }
+    std::vector<int> sent(pieces.size(), 0), received(pieces.size(), 0);
+    for (int a = 0; a < ranks; ++a) {
+      for (std::size_t k : plans[a].sends) {
+        ++sent[k];
+        EXPECT_EQ(ma[a].owner(pieces[k].src), a);
+        EXPECT_NE(mb[a].owner(pieces[k].dst), a);
+      }
+      for (std::size_t k : plans[a].receives) {
+        ++received[k];
+        EXPECT_EQ(mb[a].owner(pieces[k].dst), a);
+        EXPECT_NE(ma[a].owner(pieces[k].src), a);
+      }
+      for (int b = 0; b < ranks; ++b) {
+        std::vector<std::uint64_t> a_to_b, b_from_a;
+        for (std::size_t k : plans[a].sends)
+          if (mb[a].owner(pieces[k].dst) == b) a_to_b.push_back(pieces[k].count);
+        for (std::size_t k : plans[b].receives)
+          if (ma[b].owner(pieces[k].src) == a) b_from_a.push_back(pieces[k].count);
+        EXPECT_EQ(a_to_b, b_from_a) << "ranks " << a << " -> " << b << ", round " << round;
+      }
+    }
+    std::uint64_t moved = 0;
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const bool crosses = ma[0].owner(pieces[k].src) != mb[0].owner(pieces[k].dst);
+      EXPECT_EQ(sent[k], crosses ? 1 : 0);
+      EXPECT_EQ(received[k], crosses ? 1 : 0);
+      moved += pieces[k].count;
+    }
+    EXPECT_EQ(moved, n) << "the pieces cover the range";
+  }
 }

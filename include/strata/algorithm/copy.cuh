@@ -35,8 +35,7 @@ template <class T>
 void copy_relayout(const distributed_span<const T>& in, const distributed_span<T>& out, bool sync) {
   set_state& ss = in.places().state();
   set_state& ds = out.places().state();
-  require_one_process("strata::copy between layouts", ss);
-  require_one_process("strata::copy between layouts", ds);
+  require_exchangeable("strata::copy between layouts", ss, ds);
   two_set_scope scope(ss, ds, "strata::copy");
   const auto from = segment_data(in);
   const auto to = segment_data(out);

@@ -22,6 +22,7 @@ distributed_vector<range_value_t<R>> redistribute_impl(const R& in_r, device_set
   using T = range_value_t<R>;
   const distributed_span<const T> in = as_span(in_r);
   require_places("strata::redistribute", in);
+  require_exchangeable("strata::redistribute", in.places().state(), set.state());
   distributed_vector<T> out(in.size(), std::move(set), policy, no_init);
   if (in.empty()) return out;
   copy_relayout(in, out.span(), sync);

@@ -2,7 +2,9 @@
 // redistribute, sort) says which contiguous pieces go where; this says how. A piece between
 // places with direct access (one device, or peer access enabled) is one copy on the destination's
 // stream; any other piece goes through a ring of pinned host buffers, chunk by chunk, the source
-// copying out and the destination copying in. Events order everything; the host never waits.
+// copying out and the destination copying in. On sets spanning processes, a piece between places
+// of two ranks goes by NCCL point-to-point transfers (the set's rank_link). Events order
+// everything; the host never waits.
 #pragma once
 
 #include <strata/detail/device_guard.cuh>
@@ -16,6 +18,8 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -69,6 +73,82 @@ inline void copy_direct(void* to, int to_device, const void* from, int from_devi
     STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(to, to_device, from, from_device, bytes, stream));
 }
 
+/// Throws before any work unless an exchange from `ss` to `ds` can run: both sets in this process,
+/// or both spanning the ranks of one process group (then the exchange is collective: every rank
+/// makes the call). std::logic_error for a set spanning processes with one that does not;
+/// std::invalid_argument for sets spanning different groups.
+inline void require_exchangeable(const char* algo, const set_state& ss, const set_state& ds) {
+  if ((ss.link == nullptr) != (ds.link == nullptr))
+    throw std::logic_error(std::string(algo) +
+                           ": one device_set spans processes and the other does not; moves between such sets are not "
+                           "supported (see docs/api.md, \"Beyond one process\")");
+  if (ss.link != ds.link)
+    throw std::invalid_argument(std::string(algo) + ": the device_sets span the ranks of different process groups");
+}
+
+/// The pieces of an exchange between sets spanning ranks that rank `from.rank()` sends and
+/// receives (indices into `pieces`, in piece order): those whose source place (under `from`) is
+/// its own and whose destination place (under `to`) is another rank's, and the reverse. Pieces
+/// with both places its own, or neither, are not listed. Because every rank walks the same pieces
+/// in the same order, rank a's sends to rank b are b's receives from a, in order and size, as NCCL
+/// matches point-to-point calls (host-tested).
+struct rank_exchange_plan {
+  std::vector<std::size_t> sends, receives;
+};
+inline rank_exchange_plan plan_rank_exchange(const std::vector<piece>& pieces, const rank_map& from, const rank_map& to) {
+  rank_exchange_plan plan;
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const piece& pc = pieces[k];
+    if (pc.count == 0) continue;
+    const bool src_here = from.local(pc.src), dst_here = to.local(pc.dst);
+    if (src_here && !dst_here) plan.sends.push_back(k);
+    if (dst_here && !src_here) plan.receives.push_back(k);
+  }
+  return plan;
+}
+
+/// The part of exchange() between ranks, after its steps (1) and (2) (see there): this rank's
+/// sends and receives (plan_rank_exchange), one NCCL group on the root stream of `ss`.
+inline void exchange_across_ranks(set_state& ss, const std::vector<const void*>& src, set_state& ds,
+                                  const std::vector<void*>& dst, std::size_t elem_bytes, const std::vector<piece>& pieces) {
+  const rank_exchange_plan plan = plan_rank_exchange(pieces, ss.ranks, ds.ranks);
+  std::vector<rank_transfer> sends, receives;
+  std::vector<char> sent(ss.size(), 0), received(ds.size(), 0);
+  for (std::size_t k : plan.sends) {
+    const piece& pc = pieces[k];
+    const auto* from = static_cast<const char*>(src[pc.src]) + pc.src_offset * elem_bytes;
+    sends.push_back({const_cast<char*>(from), pc.count * elem_bytes, ds.ranks.owner(pc.dst)});
+    sent[pc.src] = 1;
+  }
+  for (std::size_t k : plan.receives) {
+    const piece& pc = pieces[k];
+    receives.push_back({static_cast<char*>(dst[pc.dst]) + pc.dst_offset * elem_bytes, pc.count * elem_bytes,
+                        ss.ranks.owner(pc.src)});
+    received[pc.dst] = 1;
+  }
+  if (sends.empty() && receives.empty()) return;
+  place_state& root = ss.root();
+  at_place(ss, ss.root_index, [&](place_state& r) {
+    for (std::size_t i = 0; i < ss.size(); ++i)
+      if (sent[i] && ss.places[i].get() != &r)
+        STRATA_CUDA_CHECK(cudaStreamWaitEvent(r.stream(), ss.places[i]->exchange_ready(), 0));
+    for (std::size_t j = 0; j < ds.size(); ++j)
+      if (received[j] && ds.places[j].get() != &r)
+        STRATA_CUDA_CHECK(cudaStreamWaitEvent(r.stream(), ds.places[j]->exchange_done(), 0));
+    ss.link->send_receive(sends, receives, r.stream());
+    STRATA_CUDA_CHECK(cudaEventRecord(r.ranks_exchanged(), r.stream()));
+  });
+  const auto after = [&](set_state& s, std::size_t i) {
+    at_place(s, i, [&](place_state& p) {
+      if (&p != &root) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.ranks_exchanged(), 0));
+    });
+  };
+  for (std::size_t i = 0; i < ss.size(); ++i)
+    if (sent[i]) after(ss, i);
+  for (std::size_t j = 0; j < ds.size(); ++j)
+    if (received[j]) after(ds, j);
+}
+
 /// Moves every piece from `src[piece.src]` (a buffer on place piece.src of `ss`) to
 /// `dst[piece.dst]` (a buffer on place piece.dst of `ds`), `elem_bytes` bytes per element.
 /// `ss` and `ds` may be the same set. Call with both sets' call locks held.
@@ -82,13 +162,29 @@ inline void copy_direct(void* to, int to_device, const void* from, int from_devi
 /// the copy-out is done. Every wait refers to an event recorded earlier in host order, and no
 /// stream waits on work that itself waits on that stream's later work, so the exchange cannot
 /// deadlock. Source and destination buffers must not overlap.
+///
+/// On sets spanning processes (require_exchangeable), the pieces whose places both belong to this
+/// rank go as above; every other piece that starts or ends here is one NCCL send or receive, all
+/// of them in one group on the source set's root stream, after the events of this rank's sources
+/// (1) and of its destinations (2, so earlier work on a destination is done before a receive
+/// writes it); every place that sent or received waits for the group's event. Each rank lists its
+/// sends and receives in the global piece order, which every rank computes alike from the
+/// partitions, so the k-th send from rank a to b meets b's k-th receive from a (NCCL matches
+/// point-to-point calls in order), and a group's transfers are all in flight at once. Every rank
+/// makes the same exchanges in the same order, so the groups of two ranks never wait on each other
+/// crosswise.
 inline void exchange(set_state& ss, const std::vector<const void*>& src, set_state& ds, const std::vector<void*>& dst,
                      std::size_t elem_bytes, const std::vector<piece>& pieces) {
   if (pieces.empty()) return;
   nvtx_range range("strata::exchange");
+  // (A piece with both places here: local. On a set in one process, every piece is.)
+  const auto local_piece = [&](const piece& p) { return ss.local(p.src) && ds.local(p.dst); };
   std::vector<char> is_source(ss.size(), 0), is_dest(ds.size(), 0);
-  for (const piece& p : pieces)
-    if (p.count > 0) is_source[p.src] = is_dest[p.dst] = 1;
+  for (const piece& p : pieces) {
+    if (p.count == 0) continue;
+    if (ss.local(p.src)) is_source[p.src] = 1;
+    if (ds.local(p.dst)) is_dest[p.dst] = 1;
+  }
   // (1) Sources are ready.
   for (std::size_t i = 0; i < ss.size(); ++i)
     if (is_source[i])
@@ -99,7 +195,7 @@ inline void exchange(set_state& ss, const std::vector<const void*>& src, set_sta
     if (!is_dest[j]) continue;
     std::vector<char> waited(ss.size(), 0);
     for (const piece& pc : pieces) {
-      if (pc.dst != j || pc.count == 0) continue;
+      if (pc.dst != j || pc.count == 0 || !local_piece(pc)) continue;
       place_state& s = *ss.places[pc.src];
       const auto* from = static_cast<const char*>(src[pc.src]) + pc.src_offset * elem_bytes;
       auto* to = static_cast<char*>(dst[j]) + pc.dst_offset * elem_bytes;
@@ -137,6 +233,7 @@ inline void exchange(set_state& ss, const std::vector<const void*>& src, set_sta
     }
     at_place(ds, j, [](place_state& d) { STRATA_CUDA_CHECK(cudaEventRecord(d.exchange_done(), d.stream())); });
   }
+  if (ss.link != nullptr) exchange_across_ranks(ss, src, ds, dst, elem_bytes, pieces);
   // (3) Sources wait for their readers.
   for (std::size_t i = 0; i < ss.size(); ++i)
     for (std::size_t j : fed[i]) {

@@ -56,12 +56,14 @@ class place_state {
   cudaEvent_t event() const noexcept { return event_; }
 
   /// The exchange's events (detail/exchange.cuh): this place's data is ready to be read; this
-  /// place has pulled everything it receives; and the per-slot events of the staging ring
-  /// (0..slots-1: a chunk was copied out from here; slots..2*slots-1: a chunk was copied in
-  /// here). Made on first use. Call with the place's device current.
+  /// place has pulled everything it receives; on the root of a set spanning processes, the
+  /// transfers between ranks are done; and the per-slot events of the staging ring (0..slots-1: a
+  /// chunk was copied out from here; slots..2*slots-1: a chunk was copied in here). Made on first
+  /// use. Call with the place's device current.
   cudaEvent_t exchange_ready() { return lazy_event(0); }
   cudaEvent_t exchange_done() { return lazy_event(1); }
-  cudaEvent_t staging_event(std::size_t k) { return lazy_event(2 + k); }
+  cudaEvent_t ranks_exchanged() { return lazy_event(2); }
+  cudaEvent_t staging_event(std::size_t k) { return lazy_event(3 + k); }
 
   /// Temporary storage of at least `bytes`, valid for work enqueued on this place's stream.
   /// Grown on demand (1.5x, to amortise) and reused across calls: a warm place allocates

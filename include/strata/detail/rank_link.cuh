@@ -92,6 +92,14 @@ class rank_map {
   std::vector<int> owner_;
 };
 
+/// One point-to-point transfer of an exchange between ranks: `bytes` bytes of device memory at
+/// `data` (of the link's GPU) sent to, or received from, rank `peer`.
+struct rank_transfer {
+  void* data;
+  std::size_t bytes;
+  int peer;
+};
+
 /// What a set spanning processes needs of the transport between its ranks (strata/nccl.cuh's
 /// process_group provides it). Every collective must be entered by every rank, in the same order.
 /// Waits never hang: a failed peer or a timeout aborts the transport and throws.
@@ -112,6 +120,13 @@ class rank_link {
   /// Enqueues on `stream` a broadcast of `bytes` bytes from rank `root`'s `send` into every
   /// rank's `recv` (device memory of device()).
   virtual void broadcast(const void* send, void* recv, std::size_t bytes, int root, cudaStream_t stream) = 0;
+  /// Enqueues on `stream` one group of point-to-point transfers: every send of `sends` (its data
+  /// written by earlier work on `stream`) and every receive of `receives`, all in flight at once
+  /// (so their order cannot deadlock). The k-th send from rank a to rank b and b's k-th receive
+  /// from a must have the same size: both sides list them in the same order. Only the ranks with
+  /// transfers take part.
+  virtual void send_receive(const std::vector<rank_transfer>& sends, const std::vector<rank_transfer>& receives,
+                            cudaStream_t stream) = 0;
   /// Waits until `stream`'s work (or `event`) has finished without ever hanging on a failed or
   /// dead peer. Throws (after aborting the transport) on a peer's failure or a timeout, and
   /// strata::cuda_error if the work failed.
