@@ -10,6 +10,9 @@
 #   STRATA_SKIP_BENCH=1             tests only
 #   STRATA_CHECK_PASSES=direct|staged  run only that ctest pass (default: both), to split the tests
 #                                   over two device calls when one would pass the per-call time limit
+#                                   (direct includes the multi-rank runs; direct-only leaves them out,
+#                                   ranks runs only them: a fresh machine's build, the direct pass and
+#                                   the 2-4-rank runs together passed 600 s on 2026-12-04)
 #   STRATA_SKIP_TESTS=1             benchmarks only (builds only the benchmark and strata-info), for a
 #                                   second device call when tests and benchmarks together would pass
 #                                   the per-call time limit
@@ -154,10 +157,12 @@ elif [ $status -eq 0 ]; then
   # whole call.
   ctest_args=(--test-dir "$build" --output-on-failure -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}")
   [ "${STRATA_SKIP_TESTS:-0}" = 1 ] || {
-    if [ "$passes" != staged ]; then
+    if [ "$passes" = both ] || [ "$passes" = direct ] || [ "$passes" = direct-only ]; then
       echo "=== ctest (peer access / direct where available) ==="
       ctest "${ctest_args[@]}"
       echo "ctest_rc=$?"
+    fi
+    if [ "$passes" = both ] || [ "$passes" = direct ] || [ "$passes" = ranks ]; then
       # Several ranks (the NCCL layer): as many GPUs as ranks, or several ranks on one GPU with
       # NCCL 2.30+ (NCCL_MULTI_RANK_GPU_ENABLE=1); ctest ran one rank.
       if [ -x "$build/tests/gpu_nccl_ranks" ]; then
@@ -177,7 +182,7 @@ elif [ $status -eq 0 ]; then
         done
       fi
     fi
-    if [ "$passes" != direct ]; then
+    if [ "$passes" = both ] || [ "$passes" = staged ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="
       STRATA_DISABLE_P2P=1 ctest "${ctest_args[@]}" -L gpu
       echo "staged_rc=$?"
