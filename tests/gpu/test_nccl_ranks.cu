@@ -257,6 +257,8 @@ TEST(NcclSpanning, CopyAndRedistributeAcrossRanks) {
                     std::uint64_t seed) {
     const auto h = random_vector<std::int64_t>(n, seed);
     const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    std::int64_t sum = 0;
+    for (auto v : h) sum += v;
     const auto check = [&](const strata::distributed_vector<std::int64_t>& y, const char* what) {
       EXPECT_EQ(y.size(), n) << what;
       EXPECT_TRUE(y.to_std_vector() == h) << what;
@@ -285,8 +287,6 @@ TEST(NcclSpanning, CopyAndRedistributeAcrossRanks) {
       check(z, t.what);
       // And back, without waiting: the reduce that follows is ordered after the moves.
       const auto back = strata::redistribute(z, set, policy, strata::nosync);
-      std::int64_t sum = 0;
-      for (auto v : h) sum += v;
       EXPECT_EQ(strata::reduce(back), sum) << t.what << ", back";
       check(back, t.what);
     }

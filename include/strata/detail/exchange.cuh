@@ -143,10 +143,12 @@ inline void exchange_across_ranks(set_state& ss, const std::vector<const void*>&
       if (&p != &root) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), root.ranks_exchanged(), 0));
     });
   };
+  const bool one_set = &ss == &ds;  // (then a place may have sent and received: one wait)
   for (std::size_t i = 0; i < ss.size(); ++i)
-    if (sent[i]) after(ss, i);
-  for (std::size_t j = 0; j < ds.size(); ++j)
-    if (received[j]) after(ds, j);
+    if (sent[i] || (one_set && received[i])) after(ss, i);
+  if (!one_set)
+    for (std::size_t j = 0; j < ds.size(); ++j)
+      if (received[j]) after(ds, j);
 }
 
 /// Moves every piece from `src[piece.src]` (a buffer on place piece.src of `ss`) to
