@@ -9,6 +9,7 @@
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
+#include <strata/detail/merge.cuh>
 #include <strata/distributed_span.cuh>
 
 #include <cub/device/device_merge.cuh>
@@ -21,6 +22,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -182,6 +185,52 @@ __global__ void rank_pivots_kernel(const K* sorted, std::uint64_t count, std::si
 
 inline unsigned blocks_for(std::uint64_t n) { return static_cast<unsigned>((n + 255) / 256); }
 
+/// Pivots one open splitter window proposes per round (at most).
+inline constexpr std::uint64_t pivots_per_window = 127;
+
+/// The splitter search's windows: for every boundary b = 0..k and place i, the split s_i(b) lies
+/// in [lo[b][i], hi[b][i]]. Windows only narrow, so the first round proposes the most pivots.
+struct splitter_windows {
+  std::vector<std::vector<std::uint64_t>> lo, hi;
+  explicit splitter_windows(const partition& part) {
+    const std::size_t k = part.places();
+    lo.assign(k + 1, std::vector<std::uint64_t>(k, 0));
+    hi = lo;
+    for (std::size_t i = 0; i < k; ++i) {
+      lo[k][i] = hi[k][i] = part.count(i);
+      for (std::size_t b = 1; b < k; ++b) hi[b][i] = part.count(i);
+    }
+    for (std::size_t b = 1; b < k; ++b)  // a boundary at 0 or at the end splits nothing
+      if (part.offset(b) == 0 || part.offset(b) == part.size()) lo[b] = hi[b] = (part.offset(b) == 0 ? lo[0] : lo[k]);
+  }
+  /// Pivots window (b, i) proposes this round.
+  std::uint64_t proposes(std::size_t b, std::size_t i) const {
+    const std::uint64_t w = hi[b][i] - lo[b][i];
+    return w < pivots_per_window ? w : pivots_per_window;
+  }
+  /// Pivots of this round over all windows.
+  std::uint64_t pivots() const {
+    std::uint64_t n = 0;
+    for (std::size_t b = 1; b + 1 < lo.size(); ++b)
+      for (std::size_t i = 0; i < lo[b].size(); ++i) n += proposes(b, i);
+    return n;
+  }
+};
+
+/// Pinned host words one round of the splitter search takes for `n` pivots over `k` places:
+/// positions, owners, the counts (k per pivot), then the pivots' keys.
+template <class K>
+std::size_t splitter_host_words(std::uint64_t n, std::size_t k) {
+  return 3 * n + k * n + (n * sizeof(K) + 7) / 8;
+}
+
+/// Device bytes of the set's rank buffer the search's two all-gathers per round take on a set
+/// spanning processes, for at most `n` pivots: the pivots' keys, then every rank's counts.
+template <class K>
+std::size_t splitter_rank_bytes(const set_state& s, std::uint64_t n) {
+  return rank_gather::bytes(s.ranks.ranks(), n * sizeof(K)) + rank_gather::bytes(s.ranks.ranks(), s.ranks.most() * n * 8);
+}
+
 /// The exact splitters: for every output boundary R (the first global index of a place's share),
 /// the position s_i(R) in every sorted segment such that the s_i(R) first elements of all
 /// segments are exactly the R smallest in the order (key, place, position) — equal keys split by
@@ -189,22 +238,23 @@ inline unsigned blocks_for(std::uint64_t n) { return static_cast<unsigned>((n + 
 /// Host-driven rounds: every open window [lo_i, hi_i) of a boundary proposes up to
 /// `pivots_per_window` evenly spaced elements; every place counts, by binary search in its sorted
 /// segment, how many of its elements precede each pivot; the ranks (sums of the counts) narrow
-/// every window by that factor. Two waits per round; about log_128(segment size) rounds.
+/// every window by that factor. Two waits per round; about log_128(segment size) rounds. On a set
+/// spanning processes every rank runs the same rounds (the windows follow from the counts, which
+/// every rank then holds): the pivots' keys and the counts each cross ranks in one all-gather
+/// (all_gather_regions), and the host waits once per round, for the root.
+/// The host words and the rank buffer must hold what the first round takes (splitter_host_words,
+/// splitter_rank_bytes): sort_impl reserves them before any element moves.
 /// Returns splits[b][i] for the boundaries b = 0..k (boundary 0 is 0, boundary k is the end).
 template <class K, class V, class Ord>
 std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const partition& part,
                                                        const std::vector<sort_buffers<K, V>>& buf, const Ord& ord,
                                                        int& rounds) {
-  constexpr std::uint64_t pivots_per_window = 127;
   const std::size_t k = part.places();
-  std::vector<std::vector<std::uint64_t>> lo(k + 1, std::vector<std::uint64_t>(k, 0)), hi = lo;
-  for (std::size_t i = 0; i < k; ++i) {
-    lo[k][i] = hi[k][i] = part.count(i);
-    for (std::size_t b = 1; b < k; ++b) hi[b][i] = part.count(i);
-  }
-  for (std::size_t b = 1; b < k; ++b)  // a boundary at 0 or at the end splits nothing
-    if (part.offset(b) == 0 || part.offset(b) == part.size()) lo[b] = hi[b] = (part.offset(b) == 0 ? lo[0] : lo[k]);
-
+  splitter_windows win(part);
+  auto& lo = win.lo;
+  auto& hi = win.hi;
+  const bool spans = s.link != nullptr;
+  const std::uint64_t n_first = win.pivots();
   struct pivot {
     std::size_t boundary, place;
     std::uint64_t position;
@@ -213,16 +263,12 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
     std::vector<pivot> pivots;
     for (std::size_t b = 1; b < k; ++b)
       for (std::size_t i = 0; i < k; ++i) {
-        const std::uint64_t w = hi[b][i] - lo[b][i];
-        if (w == 0) continue;
-        const std::uint64_t m = w < pivots_per_window ? w : pivots_per_window;
+        const std::uint64_t w = hi[b][i] - lo[b][i], m = win.proposes(b, i);
         for (std::uint64_t q = 0; q < m; ++q) pivots.push_back({b, i, lo[b][i] + (w * q) / m});
       }
     if (pivots.empty()) break;
     const std::uint64_t n = pivots.size();
-    // Pinned words: positions, owners, the ranks (k per pivot), then the pivots' keys.
-    const std::size_t key_words = (n * sizeof(K) + 7) / 8;
-    std::uint64_t* words = s.host_words(3 * n + k * n + key_words);
+    std::uint64_t* words = s.host_words(splitter_host_words<K>(n, k));
     std::uint64_t *position = words, *owner = words + n, *counts = words + 2 * n;
     K* keys = reinterpret_cast<K*>(words + 2 * n + k * n);
     // Each place gathers the keys of its own pivots: its pivots are a contiguous run per place?
@@ -240,28 +286,60 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
         ++at;
       }
     }
+    // Each place gathers its own pivots' keys (on a set spanning processes, this rank's places).
+    std::vector<std::size_t> writers;
     for (std::size_t i = 0; i < k; ++i) {
-      if (mine[i].empty()) continue;
+      if (mine[i].empty() || !s.local(i)) continue;
       at_place(s, i, [&](place_state& p) {
         const std::uint64_t m = mine[i].size();
         gather_pivots_kernel<<<blocks_for(m), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], position + first[i],
                                                                      keys + first[i], m);
         STRATA_CUDA_CHECK(cudaGetLastError());
+        STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
       });
+      writers.push_back(i);
     }
-    wait_segments(s, part);
+    // Rank r's places own the pivots [first[first place of r], first[first place of r + 1]):
+    // the byte regions of every rank's keys, then of its counts (rows of its places).
+    const auto region = [&](std::size_t unit, bool by_pivot) {
+      std::vector<std::size_t> at;
+      for (int r = 0; r <= s.ranks.ranks(); ++r) {
+        const std::size_t g = s.ranks.first(r);
+        at.push_back(by_pivot ? (g < k ? first[g] : n) * unit : g * n * unit);
+      }
+      return at;
+    };
+    char* rank_keys = spans ? s.rank_buffer(splitter_rank_bytes<K>(s, n_first)) : nullptr;
+    char* rank_counts = spans ? rank_keys + rank_gather::bytes(s.ranks.ranks(), n_first * sizeof(K)) : nullptr;
+    if (spans) {
+      all_gather_regions(s, reinterpret_cast<char*>(keys), region(sizeof(K), true), rank_keys, writers);
+      for (std::size_t i = 0; i < k; ++i)  // every local counter reads all ranks' keys
+        if (part.count(i) > 0 && s.local(i) && i != s.root_index)
+          at_place(s, i, [&](place_state& p) { STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.root().event(), 0)); });
+    } else {
+      wait_segments(s, part);
+    }
+    writers.clear();
     for (std::size_t i = 0; i < k; ++i) {
       if (part.count(i) == 0) {
         for (std::uint64_t t = 0; t < n; ++t) counts[i * n + t] = 0;
         continue;
       }
+      if (!s.local(i)) continue;
       at_place(s, i, [&](place_state& p) {
         rank_pivots_kernel<<<blocks_for(n), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], part.count(i), i, keys,
                                                                   owner, position, counts + i * n, n, ord);
         STRATA_CUDA_CHECK(cudaGetLastError());
+        STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
       });
+      writers.push_back(i);
     }
-    wait_segments(s, part);
+    if (spans) {
+      all_gather_regions(s, reinterpret_cast<char*>(counts), region(sizeof(std::uint64_t), false), rank_counts, writers);
+      wait_root(s, "strata::sort (the splitter search)");
+    } else {
+      wait_segments(s, part);
+    }
     // Narrow the windows. Pivot number `at` (in per-place order) is pivots[mine[i][...]].
     at = 0;
     for (std::size_t i = 0; i < k; ++i)
@@ -357,6 +435,12 @@ void merge_runs(place_state& p, sort_buffers<K, V>& b, std::vector<std::uint64_t
   }
 }
 
+/// What every rank of a set spanning processes tells the others before a sort moves any element:
+/// whether it reserved its memory and, if not, the CUDA error and device.
+struct sort_verdict {
+  int failed, code, device;
+};
+
 template <class KS, class VS, class Comp>
 void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bool sync) {
   using K = typename KS::value_type;
@@ -368,7 +452,6 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   prof = sort_profile{};
   const auto t0 = clock::now();
 
-  require_one_process(name, keys.places().state());
   call_scope scope(keys.places().state(), name);
   set_state& s = scope.state();
   const partition& part = keys.partition();
@@ -381,7 +464,8 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   // this call grew is released again.
   std::vector<sort_buffers<K, V>> buf(k);
   std::vector<std::pair<std::size_t, std::size_t>> cached(k);
-  for (std::size_t i = 0; i < k; ++i) cached[i] = {s.places[i]->temp_storage_bytes(), s.places[i]->scratch_bytes()};
+  for (std::size_t i = 0; i < k; ++i)
+    if (s.local(i)) cached[i] = {s.places[i]->temp_storage_bytes(), s.places[i]->scratch_bytes()};
   const auto local_sort = [&](void* temp, std::size_t& bytes, sort_buffers<K, V>& b, cudaStream_t stream) {
     const auto n = static_cast<std::int64_t>(b.count);
     if constexpr (radix_path_v<K, Comp>) {
@@ -405,7 +489,34 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
         return cub::DeviceMergeSort::StableSortKeys(temp, bytes, b.keys[0], n, comp, stream);
     }
   };
+  // On a set spanning processes every rank takes part in the collectives below, so each first
+  // reserves what the verdict takes (a failure there is thrown on its rank alone, and the others'
+  // waits run into the link's timeout).
+  const bool spans = s.link != nullptr;
+  const int ranks = spans ? s.ranks.ranks() : 1;
+  if (spans) {
+    (void)s.rank_buffer(rank_gather::bytes(ranks, sizeof(sort_verdict)));
+    (void)s.host_words((static_cast<std::size_t>(ranks) * sizeof(sort_verdict) + 7) / 8);
+  }
+  const auto release_grown = [&] {
+    for (std::size_t i = 0; i < k; ++i) {
+      if (!s.local(i)) continue;
+      place_state& p = *s.places[i];
+      if (cached[i] == std::make_pair(p.temp_storage_bytes(), p.scratch_bytes())) continue;
+      try {
+        device_guard g(p.device());
+        p.release_cached();
+      } catch (...) {  // the first failure is the one to report
+      }
+    }
+  };
+  std::exception_ptr failed;
   try {
+    if (nonempty > 1) {  // the splitter search's host words and, across ranks, its rank buffer
+      const std::uint64_t n = splitter_windows(part).pivots();
+      (void)s.host_words(splitter_host_words<K>(n, k));
+      if (spans) (void)s.rank_buffer(splitter_rank_bytes<K>(s, n));
+    }
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       sort_buffers<K, V>& b = buf[i];
       b.count = part.count(i);
@@ -433,16 +544,42 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
       if (need > prof.peak_extra_bytes) prof.peak_extra_bytes = need;
     });
   } catch (...) {
-    for (std::size_t i = 0; i < k; ++i) {
-      place_state& p = *s.places[i];
-      if (cached[i] == std::make_pair(p.temp_storage_bytes(), p.scratch_bytes())) continue;
+    failed = std::current_exception();
+  }
+  if (spans) {
+    // The verdict: every rank learns whether any rank failed to reserve its memory, and all throw.
+    sort_verdict mine{};
+    if (failed) {
+      mine.failed = 1;
+      mine.code = static_cast<int>(cudaErrorUnknown);
+      mine.device = -1;
       try {
-        device_guard g(p.device());
-        p.release_cached();
-      } catch (...) {  // the first failure is the one to report
+        std::rethrow_exception(failed);
+      } catch (const cuda_error& e) {
+        mine.code = static_cast<int>(e.code());
+        mine.device = e.device();
+      } catch (const std::bad_alloc&) {
+        mine.code = static_cast<int>(cudaErrorMemoryAllocation);
+      } catch (...) {
       }
     }
-    throw;
+    std::vector<sort_verdict> all;
+    try {
+      all = all_gather_to_host(s, mine, name);
+    } catch (...) {
+      release_grown();
+      throw;
+    }
+    for (int r = 0; r < ranks && !failed; ++r)
+      if (all[static_cast<std::size_t>(r)].failed != 0)
+        failed = std::make_exception_ptr(cuda_error(static_cast<cudaError_t>(all[static_cast<std::size_t>(r)].code),
+                                                    std::string(name) + " on rank " + std::to_string(r) +
+                                                        " (reserving its sort memory)",
+                                                    all[static_cast<std::size_t>(r)].device, __FILE__, __LINE__));
+  }
+  if (failed) {
+    release_grown();
+    std::rethrow_exception(failed);
   }
 
   // 1. Local sorts.
@@ -547,6 +684,15 @@ void sort_pairs(const char* name, RK&& k_in, RV&& v_in, Comp comp, bool sync) {
 /// for a range without places; strata::cuda_error if an allocation fails (naming the device:
 /// the range is then unchanged and nothing stays allocated) or if a CUDA call fails (the range's
 /// contents are then unspecified).
+///
+/// On a device_set spanning processes the sort is a collective: every rank calls it, with the
+/// same comparator, and each sorts, searches and merges on its own places while the splitter
+/// search's pivots and counts cross ranks in two all-gathers per round and the elements in one
+/// exchange (grouped ncclSend/ncclRecv). Before any element moves the ranks agree that every one
+/// of them reserved its memory: if one could not, every rank throws strata::cuda_error (naming
+/// that rank, its device and the CUDA error; the range unchanged on every rank). A rank that fails
+/// or stops taking part makes the others abort the communicator and throw strata::nccl_error
+/// instead of waiting forever.
 template <class R, class Comp = ::cuda::std::less<>,
           class = std::enable_if_t<is_distributed_range_v<R> && detail::is_comparator_arg_v<Comp>>>
 void sort(R&& r, Comp comp = {}) {

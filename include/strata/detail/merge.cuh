@@ -15,8 +15,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -98,16 +100,23 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   return t;
 }
 
-/// Phase two: runs `task()` on one thread of the root place, then marks the merge workspace
-/// consumed (the event later gathers wait on).
+/// Enqueues `task()` on one thread of the root place.
 template <class F>
-void run_on_root(set_state& s, const F& task) {
+void launch_on_root(set_state& s, const F& task) {
   place_state& root = s.root();
   device_guard g(root.device());
   active_place_scope a(static_cast<int>(s.root_index));
   root_task_kernel<<<1, 1, 0, root.stream()>>>(task);
   STRATA_CUDA_CHECK(cudaGetLastError());
-  STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), root.stream()));
+}
+
+/// Phase two: runs `task()` on one thread of the root place, then marks the merge workspace
+/// consumed (the event later gathers wait on).
+template <class F>
+void run_on_root(set_state& s, const F& task) {
+  launch_on_root(s, task);
+  device_guard g(s.root_device());
+  STRATA_CUDA_CHECK(cudaEventRecord(s.merge_done_event(), s.root().stream()));
   s.merge_used = true;
 }
 
@@ -310,6 +319,17 @@ struct checked_task {
   }
 };
 
+/// On the root's stream of a set spanning processes: `pack()` on one thread (it fills this rank's
+/// slot of `buffer`), then the in-place all-gather of `slot` bytes per rank. The one way a
+/// collective's slots are filled and gathered.
+template <class Pack>
+void pack_and_all_gather(set_state& s, char* buffer, std::size_t slot, const Pack& pack) {
+  launch_on_root(s, pack);
+  device_guard g(s.root_device());
+  active_place_scope a(static_cast<int>(s.root_index));
+  s.link->all_gather(buffer, slot, s.root().stream());
+}
+
 /// One collective of a set spanning processes: the local values of `local` (already gathered on
 /// the root) packed with a fresh stamp into this rank's slot of the set's rank buffer, then the
 /// all-gather, both on the root's stream. Returns the stamp the folds check.
@@ -317,13 +337,8 @@ template <class P>
 std::uint64_t all_gather_partials(set_state& s, const slot_table<P>& local, const rank_slots<P>& rs, char* buffer) {
   const std::uint64_t stamp = s.link->next_stamp();
   const auto me = static_cast<std::size_t>(s.ranks.rank());
-  place_state& root = s.root();
-  device_guard g(root.device());
-  active_place_scope a(static_cast<int>(s.root_index));
-  root_task_kernel<<<1, 1, 0, root.stream()>>>(
-      pack_task<P>{local, buffer + me * rs.slot, s.ranks.first(s.ranks.rank()), rs.stride, rs.stamp_at, stamp});
-  STRATA_CUDA_CHECK(cudaGetLastError());
-  s.link->all_gather(buffer, rs.slot, root.stream());
+  pack_and_all_gather(s, buffer, rs.slot,
+                      pack_task<P>{local, buffer + me * rs.slot, s.ranks.first(s.ranks.rank()), rs.stride, rs.stamp_at, stamp});
   return stamp;
 }
 
@@ -364,6 +379,103 @@ void fold_across_ranks(set_state& s, const slot_table<P>& local, std::size_t scr
   const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
   const auto task = make_task(rs, buffer);
   run_on_root(s, checked_task<decltype(task)>{task, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at, stamp, missing});
+}
+
+// ---- all-gathers whose result the host or other places read (sets spanning processes) ----------
+
+/// The slots of one all-gather at `base` in a set's rank buffer: one per rank, `payload` bytes
+/// padded, then the stamp (rank_link.cuh). The same on every rank for the same payload.
+struct rank_gather {
+  char* base;
+  std::size_t slot, stamp_at;
+  int ranks;
+  /// Bytes the slots of `ranks` ranks take for a payload of `payload` bytes.
+  static std::size_t bytes(int ranks, std::size_t payload) {
+    return static_cast<std::size_t>(ranks) * gather_slot_bytes(payload);
+  }
+  rank_gather(const set_state& s, char* at, std::size_t payload)
+      : base(at), slot(gather_slot_bytes(payload)), stamp_at(gather_stamp_at(payload)), ranks(s.ranks.ranks()) {}
+  /// Rank r's slot.
+  char* of(int r) const { return base + static_cast<std::size_t>(r) * slot; }
+};
+
+/// Root task before a gather_slots: the stamp into this rank's slot.
+struct stamp_slot_task {
+  char* slot;
+  std::size_t stamp_at;
+  std::uint64_t stamp;
+  __device__ void operator()() const { ::memcpy(slot + stamp_at, &stamp, sizeof stamp); }
+};
+struct no_task {
+  __device__ void operator()() const {}
+};
+
+/// Enqueues on the root's stream of a set spanning processes the all-gather of `g`'s slots, this
+/// rank's payload already in its slot (by earlier work on the root's stream): the root stamps the
+/// slot, all-gathers, and checks every rank's stamp (a missing rank goes into the set's
+/// missing-rank word, so the next wait on the set throws). Work enqueued on the root's stream
+/// afterwards sees every rank's slot.
+inline void gather_slots(set_state& s, const rank_gather& g) {
+  const std::uint64_t stamp = s.link->next_stamp();
+  pack_and_all_gather(s, g.base, g.slot, stamp_slot_task{g.of(s.ranks.rank()), g.stamp_at, stamp});
+  launch_on_root(s, checked_task<no_task>{no_task{}, g.base, g.ranks, g.slot, g.stamp_at, stamp, s.missing_rank_word()});
+}
+
+/// A collective on a set spanning processes, for arrays in pinned host memory that every rank
+/// fills in part: `host` holds one region per rank, rank r's the bytes [at[r], at[r + 1]) (the
+/// same `at` on every rank). This rank's region is written, by the host or by the places
+/// `writers` on their streams (each recorded its event() after). Enqueues on the root's stream:
+/// the copy of this rank's region into its slot of an all-gather at `buffer` (device memory of the
+/// root, rank_gather::bytes(ranks, the largest region) of it, e.g. in the set's rank buffer), the
+/// all-gather with its stamp check, the copies of every other rank's slot into its region, and
+/// the root's event(). The caller waits for that event (or the root) before it reads `host`.
+inline void all_gather_regions(set_state& s, char* host, const std::vector<std::size_t>& at, char* buffer,
+                               const std::vector<std::size_t>& writers) {
+  const int ranks = s.ranks.ranks(), me = s.ranks.rank();
+  std::size_t payload = 0;
+  for (int r = 0; r < ranks; ++r) payload = std::max(payload, at[r + 1] - at[r]);
+  const rank_gather g(s, buffer, payload);
+  at_place(s, s.root_index, [&](place_state& root) {
+    for (std::size_t i : writers)
+      if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(root.stream(), s.places[i]->event(), 0));
+    if (at[me + 1] > at[me])
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(g.of(me), host + at[me], at[me + 1] - at[me], cudaMemcpyHostToDevice, root.stream()));
+  });
+  gather_slots(s, g);
+  at_place(s, s.root_index, [&](place_state& root) {
+    for (int r = 0; r < ranks; ++r)
+      if (r != me && at[r + 1] > at[r])
+        STRATA_CUDA_CHECK(cudaMemcpyAsync(host + at[r], g.of(r), at[r + 1] - at[r], cudaMemcpyDeviceToHost, root.stream()));
+    STRATA_CUDA_CHECK(cudaEventRecord(root.event(), root.stream()));
+  });
+}
+
+/// Waits for the root of a set spanning processes through its link (never hanging on a dead
+/// peer), then throws the link's error if a collective found a rank missing.
+inline void wait_root(set_state& s, const char* who) {
+  at_place(s, s.root_index, [](place_state& root) { root.synchronize(); });
+  s.check_ranks(who);
+}
+
+/// A collective on a set spanning processes: every rank's `mine` (trivially copyable), in rank
+/// order, on every host. Uses the first bytes of the set's rank buffer and of its host words
+/// (rank_gather::bytes(ranks, sizeof(V)) and ranks * sizeof(V) of them, which the caller may
+/// reserve first so that this cannot fail to allocate); waits through the link; throws the
+/// link's error if a rank did not take part.
+template <class V>
+std::vector<V> all_gather_to_host(set_state& s, const V& mine, const char* who) {
+  static_assert(std::is_trivially_copyable_v<V>, "a trivially copyable value");
+  const auto ranks = static_cast<std::size_t>(s.ranks.ranks()), me = static_cast<std::size_t>(s.ranks.rank());
+  char* buffer = s.rank_buffer(rank_gather::bytes(s.ranks.ranks(), sizeof(V)));
+  auto* host = reinterpret_cast<char*>(s.host_words((ranks * sizeof(V) + 7) / 8));
+  std::memcpy(host + me * sizeof(V), &mine, sizeof(V));
+  std::vector<std::size_t> at(ranks + 1);
+  for (std::size_t r = 0; r <= ranks; ++r) at[r] = r * sizeof(V);
+  all_gather_regions(s, host, at, buffer, {});
+  wait_root(s, who);
+  std::vector<V> all(ranks);
+  std::memcpy(all.data(), host, ranks * sizeof(V));
+  return all;
 }
 
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty

@@ -265,7 +265,7 @@ decltype(auto) at_place(set_state& s, std::size_t i, F&& f) {
 }
 
 /// Throws std::logic_error naming `algo` if `s` spans processes: for the algorithms that do not
-/// cross ranks yet (sort, compaction, topology, moves between sets).
+/// cross ranks yet (compaction, topology).
 inline void require_one_process(const char* algo, const set_state& s) {
   if (s.link != nullptr)
     throw std::logic_error(std::string(algo) +
