@@ -512,11 +512,6 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   };
   std::exception_ptr failed;
   try {
-    if (nonempty > 1) {  // the splitter search's host words and, across ranks, its rank buffer
-      const std::uint64_t n = splitter_windows(part).pivots();
-      (void)s.host_words(splitter_host_words<K>(n, k));
-      if (spans) (void)s.rank_buffer(splitter_rank_bytes<K>(s, n));
-    }
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       sort_buffers<K, V>& b = buf[i];
       b.count = part.count(i);
@@ -543,6 +538,13 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
       }
       if (need > prof.peak_extra_bytes) prof.peak_extra_bytes = need;
     });
+    // Then the splitter search's host words and, across ranks, its rank buffer: set-wide caches,
+    // grown last so that a place that cannot reserve its memory leaves them as they were.
+    if (nonempty > 1) {
+      const std::uint64_t n = splitter_windows(part).pivots();
+      (void)s.host_words(splitter_host_words<K>(n, k));
+      if (spans) (void)s.rank_buffer(splitter_rank_bytes<K>(s, n));
+    }
   } catch (...) {
     failed = std::current_exception();
   }
