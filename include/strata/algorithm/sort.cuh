@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <new>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -435,12 +434,6 @@ void merge_runs(place_state& p, sort_buffers<K, V>& b, std::vector<std::uint64_t
   }
 }
 
-/// What every rank of a set spanning processes tells the others before a sort moves any element:
-/// whether it reserved its memory and, if not, the CUDA error and device.
-struct sort_verdict {
-  int failed, code, device;
-};
-
 template <class KS, class VS, class Comp>
 void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bool sync) {
   using K = typename KS::value_type;
@@ -495,8 +488,8 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   const bool spans = s.link != nullptr;
   const int ranks = spans ? s.ranks.ranks() : 1;
   if (spans) {
-    (void)s.rank_buffer(rank_gather::bytes(ranks, sizeof(sort_verdict)));
-    (void)s.host_words((static_cast<std::size_t>(ranks) * sizeof(sort_verdict) + 7) / 8);
+    (void)s.rank_buffer(rank_gather::bytes(ranks, sizeof(rank_verdict)));
+    (void)s.host_words((static_cast<std::size_t>(ranks) * sizeof(rank_verdict) + 7) / 8);
   }
   const auto release_grown = [&] {
     for (std::size_t i = 0; i < k; ++i) {
@@ -549,35 +542,12 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     failed = std::current_exception();
   }
   if (spans) {
-    // The verdict: every rank learns whether any rank failed to reserve its memory, and all throw.
-    sort_verdict mine{};
-    if (failed) {
-      mine.failed = 1;
-      mine.code = static_cast<int>(cudaErrorUnknown);
-      mine.device = -1;
-      try {
-        std::rethrow_exception(failed);
-      } catch (const cuda_error& e) {
-        mine.code = static_cast<int>(e.code());
-        mine.device = e.device();
-      } catch (const std::bad_alloc&) {
-        mine.code = static_cast<int>(cudaErrorMemoryAllocation);
-      } catch (...) {
-      }
-    }
-    std::vector<sort_verdict> all;
     try {
-      all = all_gather_to_host(s, mine, name);
+      failed = agree_on_failure(s, failed, name, "reserving its sort memory");
     } catch (...) {
       release_grown();
       throw;
     }
-    for (int r = 0; r < ranks && !failed; ++r)
-      if (all[static_cast<std::size_t>(r)].failed != 0)
-        failed = std::make_exception_ptr(cuda_error(static_cast<cudaError_t>(all[static_cast<std::size_t>(r)].code),
-                                                    std::string(name) + " on rank " + std::to_string(r) +
-                                                        " (reserving its sort memory)",
-                                                    all[static_cast<std::size_t>(r)].device, __FILE__, __LINE__));
   }
   if (failed) {
     release_grown();

@@ -19,6 +19,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <new>
+#include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -476,6 +479,41 @@ std::vector<V> all_gather_to_host(set_state& s, const V& mine, const char* who) 
   std::vector<V> all(ranks);
   std::memcpy(all.data(), host, ranks * sizeof(V));
   return all;
+}
+
+/// What a rank of a set spanning processes tells the others after a step that may fail on it
+/// alone: whether it failed and, if so, the CUDA error and device.
+struct rank_verdict {
+  int failed, code, device;
+};
+
+/// A collective on a set spanning processes, after a step (e.g. reserving memory) that may have
+/// failed on some ranks (`failed`: this rank's exception, or null): returns this rank's own
+/// exception if it failed, else a strata::cuda_error naming the first rank that did (`name` on
+/// rank r (`what`), with its CUDA error and device), else null, the same on every rank. The
+/// caller reserves rank_gather::bytes(ranks, sizeof(rank_verdict)) of the rank buffer and the
+/// host words first (all_gather_to_host); throws the link's error if a rank did not take part.
+inline std::exception_ptr agree_on_failure(set_state& s, std::exception_ptr failed, const char* name, const char* what) {
+  rank_verdict mine{};
+  if (failed) {
+    mine = {1, static_cast<int>(cudaErrorUnknown), -1};
+    try {
+      std::rethrow_exception(failed);
+    } catch (const cuda_error& e) {
+      mine.code = static_cast<int>(e.code());
+      mine.device = e.device();
+    } catch (const std::bad_alloc&) {
+      mine.code = static_cast<int>(cudaErrorMemoryAllocation);
+    } catch (...) {
+    }
+  }
+  const std::vector<rank_verdict> all = all_gather_to_host(s, mine, name);
+  for (std::size_t r = 0; r < all.size() && !failed; ++r)
+    if (all[r].failed != 0)
+      failed = std::make_exception_ptr(cuda_error(static_cast<cudaError_t>(all[r].code),
+                                                  std::string(name) + " on rank " + std::to_string(r) + " (" + what + ")",
+                                                  all[r].device, __FILE__, __LINE__));
+  return failed;
 }
 
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
