@@ -181,6 +181,14 @@ elif [ $status -eq 0 ]; then
           fi
         done
       fi
+      # Several ranks in one process, one host thread each (process_group::create_all), with the
+      # multi-rank NCCL: ctest's run of gpu_nccl skips this test where its NCCL cannot share a GPU.
+      if [ -x "$build/tests/gpu_nccl" ]; then
+        echo "=== gpu_nccl, ranks on threads of one process ==="
+        env "${ranks_env[@]}" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" \
+          "$build/tests/gpu_nccl" --gtest_filter='Nccl.RanksOnThreadsOfOneProcess*'
+        echo "threads_rc=$?"
+      fi
     fi
     if [ "$passes" = both ] || [ "$passes" = staged ]; then
       echo "=== ctest, host staging forced (STRATA_DISABLE_P2P=1) ==="

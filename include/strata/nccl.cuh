@@ -163,6 +163,82 @@ class process_group {
     return process_group(std::move(s));
   }
 
+  /// Makes this process ranks `first_rank`, `first_rank + 1`, ... of `size`, rank `first_rank + i`
+  /// on GPU `devices[i]`: a process that drives several GPUs holds one rank per GPU. The ranks join
+  /// inside one ncclGroupStart/ncclGroupEnd, as NCCL requires when one thread initialises several
+  /// of its ranks; every process of the group calls create (or create_local) with the same `id`,
+  /// and this returns once all ranks have joined. Strata's collectives wait on the host for the
+  /// other ranks, so each returned group must then be used from its own host thread (one thread
+  /// per rank: its spanning_set, its containers, its calls, in the same order on every rank).
+  /// Two of a process's ranks may share a GPU only where NCCL allows it (2.30+ with
+  /// NCCL_MULTI_RANK_GPU_ENABLE=1). Throws std::invalid_argument if `devices` is empty or the ranks
+  /// do not lie in [0, size), std::out_of_range if a device is not a visible GPU (all before any
+  /// NCCL call), strata::nccl_error if NCCL fails (no communicator is left behind then).
+  static std::vector<process_group> create_local(const ncclUniqueId& id, int first_rank, int size,
+                                                 const std::vector<int>& devices) {
+    check_local_arguments(first_rank, size, devices);
+    std::vector<std::shared_ptr<state>> made;
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      auto s = std::make_shared<state>();
+      s->rank_ = first_rank + static_cast<int>(i);
+      s->size = size;
+      s->device_ = devices[i];
+      made.push_back(std::move(s));
+    }
+    // On failure: abort every communicator NCCL handed out (ncclCommAbort also frees one whose
+    // initialisation did not finish), so that nothing is left behind, then throw.
+    const auto abandon = [&made] {
+      for (auto& s : made)
+        if (s->comm != nullptr) {
+          detail::device_guard g(s->device_);
+          (void)ncclCommAbort(s->comm);
+          s->comm = nullptr;
+        }
+    };
+    STRATA_NCCL_CHECK(first_rank, ncclGroupStart());
+    ncclResult_t r = ncclSuccess;
+    int failed = first_rank;
+    for (auto& s : made) {
+      detail::device_guard g(s->device_);
+      r = ncclCommInitRank(&s->comm, size, id, s->rank_);
+      if (r != ncclSuccess) {
+        failed = s->rank_;
+        break;
+      }
+    }
+    const ncclResult_t end = ncclGroupEnd();  // NCCL's group must close, also on the way out
+    if (r == ncclSuccess && end != ncclSuccess) r = end;
+    if (r != ncclSuccess) {
+      abandon();
+      STRATA_NCCL_CHECK(failed, r);
+    }
+    std::vector<process_group> groups;
+    for (auto& s : made) {
+      s->owned = true;
+      groups.push_back(process_group(std::move(s)));
+    }
+    return groups;
+  }
+
+  /// A group of `devices.size()` ranks, all in this process (no launcher, no MPI): rank i on GPU
+  /// `devices[i]`. The same as create_local(nccl_unique_id(), 0, devices.size(), devices); use each
+  /// group from its own host thread. Throws as create_local.
+  static std::vector<process_group> create_all(const std::vector<int>& devices) {
+    check_local_arguments(0, static_cast<int>(devices.size()), devices);
+    return create_local(nccl_unique_id(), 0, static_cast<int>(devices.size()), devices);
+  }
+
+  /// The checks create_local() makes before any NCCL call (exposed for the host tests).
+  static void check_local_arguments(int first_rank, int size, const std::vector<int>& devices) {
+    if (devices.empty()) throw std::invalid_argument("strata::process_group: a process needs at least one rank (no devices given)");
+    if (first_rank < 0 || static_cast<std::int64_t>(first_rank) + static_cast<std::int64_t>(devices.size()) > size)
+      throw std::invalid_argument("strata::process_group: ranks " + std::to_string(first_rank) + " to " +
+                                  std::to_string(static_cast<std::int64_t>(first_rank) +
+                                                 static_cast<std::int64_t>(devices.size()) - 1) +
+                                  " are not in [0, " + std::to_string(size) + ")");
+    for (std::size_t i = 0; i < devices.size(); ++i) check_arguments(first_rank + static_cast<int>(i), size, devices[i]);
+  }
+
   /// The checks create() makes before any NCCL call (exposed for the host tests).
   static void check_arguments(int rank, int size, int device) {
     if (size < 1) throw std::invalid_argument("strata::process_group: the group needs at least one rank, not " + std::to_string(size));
@@ -446,8 +522,8 @@ class process_group {
 /// docs/api.md, "Beyond one process", for the rules: every rank makes the same calls in the same
 /// order (as with NCCL's collectives); copies between layouts and redistribute move the pieces
 /// between ranks by NCCL sends and receives (between two sets spanning the ranks of this group);
-/// sort and compaction throw std::logic_error on such a set; get/set only reach this rank's
-/// elements.
+/// sorts cross ranks too (docs/api.md); compaction (copy_if, remove_if, unique, partition_copy)
+/// throws std::logic_error on such a set; get/set only reach this rank's elements.
 ///
 /// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
 /// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -200,4 +202,60 @@ TEST(Nccl, AWaitNeverHangsAndAbortsTheGroup) {
   const std::uint64_t one = 1;
   std::uint64_t out = 0;
   EXPECT_THROW(g.all_gather(&one, sizeof one, &out), strata::nccl_error);
+}
+
+// One process holding several ranks (process_group::create_all: the ranks join inside one NCCL
+// group), each rank driven from its own host thread over a set spanning the ranks (1, 2, 3 places
+// per rank): reduce, an inclusive scan and a sort agree with the host on every rank. On one GPU
+// this needs NCCL 2.30+ (several ranks per GPU): ctest's build NCCL (2.28) skips it there, and
+// scripts/gpu-check.sh runs it with the newer NCCL.
+TEST(Nccl, RanksOnThreadsOfOneProcessAgreeWithTheHost) {
+  const int gpus = strata::visible_device_count();
+  for (int ranks : {2, 3}) {
+    if (gpus < ranks && strata::nccl_version() < 23000)
+      GTEST_SKIP() << ranks << " ranks on " << gpus << " GPU(s) need NCCL 2.30+ (this one is " << strata::nccl_version()
+                   << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+    if (gpus < ranks) {  // several ranks on one GPU: NCCL's opt-in (0: do not override the caller's)
+      setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+      setenv("NCCL_NVLS_ENABLE", "0", 0);
+    }
+    std::vector<int> devices(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) devices[static_cast<std::size_t>(r)] = gpus >= ranks ? r : 0;
+    auto groups = strata::process_group::create_all(devices);
+    ASSERT_EQ(groups.size(), static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_EQ(groups[static_cast<std::size_t>(r)].rank(), r);
+      EXPECT_EQ(groups[static_cast<std::size_t>(r)].size(), ranks);
+      groups[static_cast<std::size_t>(r)].set_timeout(std::chrono::seconds(30));  // a failing thread: the others throw
+    }
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1009}, std::uint64_t{1000003}}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE("ranks=" + std::to_string(ranks) + " n=" + std::to_string(n) + " seed=" + std::to_string(seed));
+      const auto h = random_vector<std::int64_t>(n, seed);
+      std::int64_t sum = 0;
+      std::vector<std::int64_t> prefix(n), sorted(h);
+      for (std::uint64_t i = 0; i < n; ++i) prefix[i] = sum += h[i];
+      std::sort(sorted.begin(), sorted.end());
+      std::vector<std::string> wrong(static_cast<std::size_t>(ranks));
+      std::vector<std::thread> threads;
+      for (int r = 0; r < ranks; ++r)
+        threads.emplace_back([&, r] {
+          std::string& w = wrong[static_cast<std::size_t>(r)];
+          try {
+            const auto set = strata::spanning_set(groups[static_cast<std::size_t>(r)], static_cast<std::size_t>(r + 1));
+            strata::distributed_vector<std::int64_t> x(h, set);
+            if (strata::reduce(x) != sum) w += "reduce; ";
+            strata::distributed_vector<std::int64_t> y(n, std::int64_t{-7}, set);
+            strata::inclusive_scan(x, y);
+            if (y.to_std_vector() != prefix) w += "inclusive_scan; ";
+            strata::sort(x);
+            if (x.to_std_vector() != sorted) w += "sort; ";
+          } catch (const std::exception& e) {
+            w += std::string("threw: ") + e.what();
+          }
+        });
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < ranks; ++r) EXPECT_EQ(wrong[static_cast<std::size_t>(r)], "") << "rank " << r;
+    }
+  }
 }

@@ -38,6 +38,19 @@ TEST(NcclHost, ProcessGroupChecksItsArgumentsBeforeAnyNcclCall) {
   EXPECT_THROW(process_group::check_arguments(0, 2, n), std::out_of_range);
   EXPECT_THROW(process_group::check_arguments(0, 2, -1), std::out_of_range);
   EXPECT_THROW(process_group::borrow(nullptr), std::invalid_argument);
+  // Several ranks of one process (create_local / create_all): the same checks for each, first.
+  EXPECT_THROW(process_group::check_local_arguments(0, 2, {}), std::invalid_argument);
+  EXPECT_THROW(process_group::check_local_arguments(-1, 2, {0}), std::invalid_argument);
+  try {
+    process_group::check_local_arguments(3, 4, {0, 0});
+    FAIL() << "ranks 3 and 4 of 4 were accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ranks 3 to 4 are not in [0, 4)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(process_group::check_local_arguments(0, 2, {0, n}), std::out_of_range);
+  EXPECT_THROW(process_group::create_all({}), std::invalid_argument);
+  EXPECT_THROW(process_group::create_all({n}), std::out_of_range);  // before any NCCL call
+  if (n > 0) EXPECT_NO_THROW(process_group::check_local_arguments(1, 3, {0, 0}));
 }
 
 TEST(NcclHost, TheNcclLibraryReportsItsVersion) {
