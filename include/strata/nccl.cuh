@@ -522,8 +522,9 @@ class process_group {
 /// docs/api.md, "Beyond one process", for the rules: every rank makes the same calls in the same
 /// order (as with NCCL's collectives); copies between layouts and redistribute move the pieces
 /// between ranks by NCCL sends and receives (between two sets spanning the ranks of this group);
-/// sorts cross ranks too (docs/api.md); compaction (copy_if, remove_if, unique, partition_copy)
-/// throws std::logic_error on such a set; get/set only reach this rank's elements.
+/// sorts and compaction (copy_if, remove_if, unique, partition_copy) cross ranks too
+/// (docs/api.md); measure_topology throws std::logic_error on such a set; get/set only reach this
+/// rank's elements.
 ///
 /// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
 /// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay

@@ -23,6 +23,8 @@
 #include <cuda/std/functional>
 
 #include <cstdint>
+#include <exception>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -68,17 +70,34 @@ struct predecessor_fold {
   }
 };
 
+/// The kept counts of every rank's places, as one all-gathered value (at most 2 words per place).
+struct rank_counts {
+  std::uint64_t words[2 * max_places];
+};
+
 /// The one host read of a compaction: `enqueue(words)` enqueues, on the places of `part`, the CUB
 /// selections that write their kept counts into `words` (pinned host memory, `per_place` words
-/// per place, zeroed first so empty segments read 0); then this waits once and returns them.
+/// per place, word b * places + i for place i, zeroed first so empty segments read 0); then this
+/// waits once and returns them. On a set spanning processes every rank then all-gathers its
+/// words (one collective) and takes each place's from the rank that owns it, so that every rank
+/// returns the counts of every place: the global layout of the result.
 template <class Enqueue>
 std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, std::size_t per_place, Enqueue&& enqueue) {
-  const std::size_t n = per_place * part.places();
+  const std::size_t k = part.places(), n = per_place * k;
   std::uint64_t* words = s.host_words(n);
   for (std::size_t i = 0; i < n; ++i) words[i] = 0;
   enqueue(words);
   wait_segments(s, part);
-  return std::vector<std::uint64_t>(words, words + n);
+  std::vector<std::uint64_t> counts(words, words + n);
+  if (s.link == nullptr) return counts;
+  rank_counts mine{};
+  static_assert(sizeof(mine.words) / sizeof(mine.words[0]) >= 2 * max_places, "two words per place");
+  for (std::size_t w = 0; w < n; ++w) mine.words[w] = counts[w];
+  const std::vector<rank_counts> all = all_gather_to_host(s, mine, "strata: the kept counts across ranks");
+  for (std::size_t b = 0; b < per_place; ++b)
+    for (std::size_t i = 0; i < k; ++i)
+      counts[b * k + i] = all[static_cast<std::size_t>(s.ranks.owner(i))].words[b * k + i];
+  return counts;
 }
 
 /// kept_counts of one CUB call per non-empty segment: `select(i, place, kept)` writes segment
@@ -108,7 +127,6 @@ distributed_span<T> prefixes(const distributed_span<T>& r, const std::vector<std
 template <class T, class Pred>
 std::vector<std::uint64_t> select_if(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
                                      Pred pred) {
-  require_one_process(name, in.places().state());
   call_scope scope(in.places().state(), name);
   return kept_counts(scope.state(), in.partition(), [&](std::size_t i, place_state& p, std::uint64_t* kept) {
     const auto s = in.segment_at(i);
@@ -125,7 +143,6 @@ template <class T, class Eq>
 std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
                                        Eq eq) {
   static_assert(sizeof(T) <= max_merge_value_bytes, "strata::unique: elements of at most 256 bytes");
-  require_one_process(name, in.places().state());
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
@@ -175,7 +192,10 @@ void require_compaction_output(const char* name, const In& in, const Out& out) {
 /// of `out` that holds them, laid out by the survivor counts of the places. `out` must have
 /// `in`'s size, device_set and partition and must not overlap it. Waits (the host reads the
 /// counts). Throws std::invalid_argument before any device work for mismatched or overlapping
-/// ranges, strata::cuda_error if a CUDA call fails.
+/// ranges, strata::cuda_error if a CUDA call fails. On a set spanning processes every compaction
+/// is a collective (every rank calls it, in the same order): the kept counts cross ranks in one
+/// all-gather, so every rank gets the same global layout of the result (docs/api.md, "Beyond one
+/// process"); it throws strata::nccl_error if a rank fails or does not take part.
 template <class In, class Out, class Pred,
           class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
 distributed_span<range_value_t<Out>> copy_if(const In& in_r, Out&& out_r, Pred pred) {
@@ -191,7 +211,9 @@ distributed_span<range_value_t<Out>> copy_if(const In& in_r, Out&& out_r, Pred p
 /// device_set, laid out by the survivor counts of the places (each place keeps what it held; see
 /// strata::redistribute to even the layout out). Reads `in` twice (count, then copy) so that the
 /// result takes exactly its own size. Throws std::invalid_argument for a range without places,
-/// strata::cuda_error if an allocation or a CUDA call fails (nothing stays allocated then).
+/// strata::cuda_error if an allocation or a CUDA call fails (nothing stays allocated then). Across
+/// ranks, the ranks agree on the result's allocation first: if one rank cannot allocate, every
+/// rank throws strata::cuda_error (the others' naming that rank).
 template <class In, class Pred, class = std::enable_if_t<is_distributed_range_v<In>>>
 distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
   using T = range_value_t<In>;
@@ -199,7 +221,6 @@ distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
   detail::require_places("strata::copy_if", in);
   std::vector<std::uint64_t> counts;
   {
-    detail::require_one_process("strata::copy_if", in.places().state());
     detail::call_scope scope(in.places().state(), "strata::copy_if");
     counts = detail::kept_counts(scope.state(), in.partition(), [&](std::size_t i, detail::place_state& p, std::uint64_t* kept) {
       const auto s = in.segment_at(i);
@@ -211,7 +232,23 @@ distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
   }
   std::uint64_t n = 0;
   for (auto c : counts) n += c;
-  distributed_vector<T> out(n, in.places(), partition_policy::explicit_sizes(counts), no_init);
+  // Across ranks, the ranks agree on the allocation before any selects into it: a rank out of
+  // memory makes every rank throw (the others a strata::cuda_error naming it), none waits for it.
+  // (The counts' all-gather above grew the rank buffer and the host words beyond what the
+  // verdict needs.)
+  std::optional<distributed_vector<T>> made;
+  std::exception_ptr failed;
+  try {
+    made.emplace(n, in.places(), partition_policy::explicit_sizes(counts), no_init);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  if (in.places().state().link != nullptr) {
+    detail::call_scope scope(in.places().state(), "strata::copy_if");
+    failed = detail::agree_on_failure(scope.state(), failed, "strata::copy_if", "allocating the result");
+  }
+  if (failed) std::rethrow_exception(failed);
+  distributed_vector<T> out = std::move(*made);
   const auto got = detail::select_if("strata::copy_if", in, detail::segment_data(out.span()), pred);
   if (got != counts) throw std::logic_error("strata::copy_if: the predicate gave different answers on two passes");
   return out;
@@ -282,7 +319,6 @@ std::pair<distributed_span<range_value_t<In>>, distributed_span<range_value_t<In
   detail::require_compaction_output("strata::partition_copy", in, no);
   detail::require_compaction_output("strata::partition_copy", distributed_span<const T>(yes), no);
   const auto y = detail::segment_data(yes), f = detail::segment_data(no);
-  detail::require_one_process("strata::partition_copy", in.places().state());
   detail::call_scope scope(in.places().state(), "strata::partition_copy");
   const std::size_t k = in.segment_count();
   // Words [0, k): the kept counts of the true part; [k, 2k): of the false part.
