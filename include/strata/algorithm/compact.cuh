@@ -91,7 +91,6 @@ std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, std:
   std::vector<std::uint64_t> counts(words, words + n);
   if (s.link == nullptr) return counts;
   rank_counts mine{};
-  static_assert(sizeof(mine.words) / sizeof(mine.words[0]) >= 2 * max_places, "two words per place");
   for (std::size_t w = 0; w < n; ++w) mine.words[w] = counts[w];
   const std::vector<rank_counts> all = all_gather_to_host(s, mine, "strata: the kept counts across ranks");
   for (std::size_t b = 0; b < per_place; ++b)
