@@ -242,11 +242,10 @@ distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
   } catch (...) {
     failed = std::current_exception();
   }
-  if (in.places().state().link != nullptr) {
+  {
     detail::call_scope scope(in.places().state(), "strata::copy_if");
-    failed = detail::agree_on_failure(scope.state(), failed, "strata::copy_if", "allocating the result");
+    detail::throw_if_any_rank_failed(scope.state(), failed, "strata::copy_if", "allocating the result", [] {});
   }
-  if (failed) std::rethrow_exception(failed);
   distributed_vector<T> out = std::move(*made);
   const auto got = detail::select_if("strata::copy_if", in, detail::segment_data(out.span()), pred);
   if (got != counts) throw std::logic_error("strata::copy_if: the predicate gave different answers on two passes");

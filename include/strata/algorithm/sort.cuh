@@ -541,18 +541,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   } catch (...) {
     failed = std::current_exception();
   }
-  if (spans) {
-    try {
-      failed = agree_on_failure(s, failed, name, "reserving its sort memory");
-    } catch (...) {
-      release_grown();
-      throw;
-    }
-  }
-  if (failed) {
-    release_grown();
-    std::rethrow_exception(failed);
-  }
+  throw_if_any_rank_failed(s, failed, name, "reserving its sort memory", release_grown);
 
   // 1. Local sorts.
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {

@@ -516,6 +516,27 @@ inline std::exception_ptr agree_on_failure(set_state& s, std::exception_ptr fail
   return failed;
 }
 
+/// Ends a step that may have failed on one rank alone (`failed`: this rank's exception, or null).
+/// On a set spanning processes the ranks first agree (agree_on_failure, with its reservations);
+/// then, if any rank failed, `undo()` runs and every rank throws: its own exception, or a
+/// strata::cuda_error naming the first rank that failed. `undo()` also runs if the agreement
+/// itself throws (a rank that did not take part). Returns normally only when no rank failed.
+template <class Undo>
+void throw_if_any_rank_failed(set_state& s, std::exception_ptr failed, const char* name, const char* what, Undo&& undo) {
+  if (s.link != nullptr) {
+    try {
+      failed = agree_on_failure(s, failed, name, what);
+    } catch (...) {
+      undo();
+      throw;
+    }
+  }
+  if (failed) {
+    undo();
+    std::rethrow_exception(failed);
+  }
+}
+
 /// A value-returning algorithm over one partition: gather one partial of type P per non-empty
 /// segment, fold them on the root into an R written to a pinned result slot, and return a
 /// future for it. An empty partition does no device work and returns `empty_value`, ready.
