@@ -523,8 +523,8 @@ class process_group {
 /// order (as with NCCL's collectives); copies between layouts and redistribute move the pieces
 /// between ranks by NCCL sends and receives (between two sets spanning the ranks of this group);
 /// sorts and compaction (copy_if, remove_if, unique, partition_copy) cross ranks too
-/// (docs/api.md); measure_topology throws std::logic_error on such a set; get/set only reach this
-/// rank's elements.
+/// (docs/api.md); measure_topology measures each rank's own places and shares the figures (pairs
+/// across ranks are not measured); get/set only reach this rank's elements.
 ///
 /// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
 /// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay

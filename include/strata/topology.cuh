@@ -6,6 +6,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/memory.cuh>
+#include <strata/detail/merge.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/device_set.cuh>
 #include <strata/error.hpp>
@@ -22,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace strata {
@@ -30,17 +32,21 @@ namespace strata {
 /// (a copy of B bytes moves B); `memory_gbps` counts a copy within the device as read plus write
 /// (2B), as the benchmarks do.
 struct topology {
-  /// The device of each place.
+  /// The device of each place (its ordinal in the process that owns the place).
   std::vector<int> devices;
+  /// The rank that owns each place: all 0 unless the set spans processes.
+  std::vector<int> ranks;
   /// Per place: its device's copy bandwidth within the device, GB/s (read + write).
   std::vector<double> memory_gbps;
   /// Per ordered pair (i * places + j): bandwidth of a large copy from place i to place j over
-  /// the exchange's path, GB/s. For i == j, the device's copy within itself (bytes moved).
+  /// the exchange's path, GB/s. For i == j, the device's copy within itself (bytes moved). On a
+  /// set spanning processes, 0 for two places of different ranks (not measured: the exchange
+  /// moves their data through NCCL).
   std::vector<double> copy_gbps;
-  /// Per ordered pair: time of a 4-byte copy over that path, microseconds.
+  /// Per ordered pair: time of a 4-byte copy over that path, microseconds (0 where copy_gbps is).
   std::vector<double> latency_us;
   /// Per ordered pair: 1 where the pair has direct access (one device, or peer access), 0 where
-  /// the exchange stages through pinned host memory.
+  /// the exchange stages through pinned host memory or the places lie on different ranks.
   std::vector<char> direct;
   /// Wall time the measurement took, seconds.
   double seconds = 0;
@@ -72,20 +78,67 @@ struct topology_options {
 namespace detail {
 
 /// Place weights proportional to the throughput each place can expect: its device's measured
-/// bandwidth shared evenly by the places on that device. Pure math (host tests exercise it).
+/// bandwidth shared evenly by the places on that device (of the same rank: `ranks[i]` owns
+/// place i, and two ranks' device 0 are different GPUs). Pure math (host tests exercise it).
 /// Throws std::invalid_argument if the lists differ in length or a bandwidth is not positive.
-inline std::vector<double> throughput_weights(const std::vector<int>& devices, const std::vector<double>& gbps) {
-  if (devices.size() != gbps.size())
+inline std::vector<double> throughput_weights(const std::vector<int>& ranks, const std::vector<int>& devices,
+                                              const std::vector<double>& gbps) {
+  if (devices.size() != gbps.size() || ranks.size() != gbps.size())
     throw std::invalid_argument("strata: " + std::to_string(gbps.size()) + " bandwidths for " +
-                                std::to_string(devices.size()) + " places");
-  std::map<int, int> sharing;
-  for (int d : devices) ++sharing[d];
+                                std::to_string(devices.size()) + " places (" + std::to_string(ranks.size()) + " owners)");
+  std::map<std::pair<int, int>, int> sharing;
+  for (std::size_t i = 0; i < devices.size(); ++i) ++sharing[{ranks[i], devices[i]}];
   std::vector<double> w(devices.size());
   for (std::size_t i = 0; i < devices.size(); ++i) {
     if (!(gbps[i] > 0)) throw std::invalid_argument("strata: place " + std::to_string(i) + " has no positive bandwidth");
-    w[i] = gbps[i] / sharing[devices[i]];
+    w[i] = gbps[i] / sharing[{ranks[i], devices[i]}];
   }
   return w;
+}
+
+/// throughput_weights of places all in one process.
+inline std::vector<double> throughput_weights(const std::vector<int>& devices, const std::vector<double>& gbps) {
+  return throughput_weights(std::vector<int>(devices.size(), 0), devices, gbps);
+}
+
+/// What one rank measured of its own places, as the one value measure_topology all-gathers on a
+/// set spanning processes: each of its places' device, and the figures of every pair of its own
+/// places (index i * places + j; zero elsewhere).
+struct rank_topology {
+  int devices[max_places];
+  double copy_gbps[max_places * max_places];
+  double latency_us[max_places * max_places];
+  char direct[max_places * max_places];
+};
+
+/// The topology of a set spanning processes from every rank's own figures (`all[r]`: rank r's;
+/// place i owned by rank `t.ranks[i]`, `t` sized for its places): each place's device, and each
+/// pair of places of one rank, from that rank; pairs of places of different ranks stay 0. The
+/// same on every rank, since every rank merges the same values. Pure (host tests exercise it).
+/// Throws std::invalid_argument if an owner has no figures or there are more than max_places.
+inline void merge_rank_topologies(topology& t, const std::vector<rank_topology>& all) {
+  const std::size_t k = t.ranks.size();
+  if (k > max_places) throw std::invalid_argument("strata: a topology of more than max_places places");
+  t.devices.assign(k, -1);
+  t.copy_gbps.assign(k * k, 0);
+  t.latency_us.assign(k * k, 0);
+  t.direct.assign(k * k, 0);
+  t.memory_gbps.assign(k, 0);
+  for (std::size_t i = 0; i < k; ++i) {
+    const int r = t.ranks[i];
+    if (r < 0 || static_cast<std::size_t>(r) >= all.size())
+      throw std::invalid_argument("strata: place " + std::to_string(i) + " is owned by rank " + std::to_string(r) +
+                                  ", which gave no figures");
+    t.devices[i] = all[static_cast<std::size_t>(r)].devices[i];
+    for (std::size_t j = 0; j < k; ++j) {
+      if (t.ranks[j] != r) continue;
+      const rank_topology& m = all[static_cast<std::size_t>(r)];
+      t.copy_gbps[i * k + j] = m.copy_gbps[i * k + j];
+      t.latency_us[i * k + j] = m.latency_us[i * k + j];
+      t.direct[i * k + j] = m.direct[i * k + j];
+    }
+    t.memory_gbps[i] = 2 * t.copy_gbps[i * k + i];
+  }
 }
 
 // Seconds of the best of `repeats` runs of `enqueue(stream)` on a stream of `device`.
@@ -143,26 +196,33 @@ inline void path_copy(void* dst, int b, const void* src, int a, std::size_t byte
 /// its copies on the places' streams after waiting for their work. Cost: about `repeats + 1`
 /// copies of `bandwidth_bytes` per distinct device and per distinct (device, device, path), plus
 /// small copies; tens of milliseconds per pair on NVLink, more over PCIe or host staging. Needs
-/// `2 * bandwidth_bytes` free on each device and as much pinned host memory. Throws
-/// strata::cuda_error if a CUDA call or an allocation fails.
+/// `2 * bandwidth_bytes` free on each device and as much pinned host memory.
+///
+/// On a set spanning processes it is a collective (every rank calls it, with the same
+/// `options.refresh`): each rank measures its own places and their pairs, then one all-gather
+/// gives every rank the same figures for all places; pairs of places of different ranks are not
+/// measured (0; see topology). Throws strata::cuda_error if a CUDA call or an allocation fails,
+/// and across ranks the link's error (strata::nccl_error) if a rank does not take part.
 inline const topology& measure_topology(const device_set& set, topology_options options = {}) {
-  detail::require_one_process("strata::measure_topology", set.state());
   const detail::call_scope scope(set.state(), "strata::measure_topology");
   detail::set_state& s = scope.state();
   if (s.measured_topology && !options.refresh) return *std::static_pointer_cast<const topology>(s.measured_topology);
   const auto t0 = std::chrono::steady_clock::now();
   s.wait_all_places();
   const std::size_t k = set.size();
+  const bool spans = s.link != nullptr;
   auto topo = std::make_shared<topology>();
   topo->devices = set.devices();
+  for (std::size_t i = 0; i < k; ++i) topo->ranks.push_back(set.owner_rank(i));
   topo->memory_gbps.assign(k, 0);
   topo->copy_gbps.assign(k * k, 0);
   topo->latency_us.assign(k * k, 0);
   topo->direct.assign(k * k, 0);
   const std::size_t big = options.bandwidth_bytes;
-  // Two buffers per device, and pinned staging, made once.
+  // Two buffers per device of this process's places, and pinned staging, made once.
   std::map<int, std::pair<detail::device_buffer, detail::device_buffer>> buffers;
   for (std::size_t i = 0; i < k; ++i) {
+    if (!s.local(i)) continue;
     const int d = set.device(i);
     if (buffers.count(d) != 0) continue;
     buffers.emplace(d, std::make_pair(detail::device_buffer(d, big, set.stream(i)), detail::device_buffer(d, big, set.stream(i))));
@@ -181,6 +241,7 @@ inline const topology& measure_topology(const device_set& set, topology_options 
   std::map<std::tuple<int, int, bool>, std::pair<double, double>> measured;  // (a, b, direct) -> (GB/s, us)
   for (std::size_t i = 0; i < k; ++i)
     for (std::size_t j = 0; j < k; ++j) {
+      if (!s.local(i) || !s.local(j)) continue;  // another rank's place: its rank measures it
       const int a = set.device(i), b = set.device(j);
       const bool direct = detail::places_reach(s, i, s, j);
       topo->direct[i * k + j] = direct ? 1 : 0;
@@ -200,7 +261,16 @@ inline const topology& measure_topology(const device_set& set, topology_options 
       topo->copy_gbps[i * k + j] = measured[key].first;
       topo->latency_us[i * k + j] = measured[key].second;
     }
-  for (std::size_t i = 0; i < k; ++i) topo->memory_gbps[i] = 2 * topo->copy_gbps[i * k + i];
+  if (spans) {  // every rank's figures to every rank
+    auto mine = std::make_unique<detail::rank_topology>();
+    for (std::size_t i = 0; i < k; ++i) mine->devices[i] = topo->devices[i];
+    std::copy(topo->copy_gbps.begin(), topo->copy_gbps.end(), mine->copy_gbps);
+    std::copy(topo->latency_us.begin(), topo->latency_us.end(), mine->latency_us);
+    std::copy(topo->direct.begin(), topo->direct.end(), mine->direct);
+    detail::merge_rank_topologies(*topo, detail::all_gather_to_host(s, *mine, "strata::measure_topology"));
+  } else {
+    for (std::size_t i = 0; i < k; ++i) topo->memory_gbps[i] = 2 * topo->copy_gbps[i * k + i];
+  }
   topo->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   s.measured_topology = topo;
   return *topo;
@@ -210,10 +280,11 @@ inline const topology& measure_topology(const device_set& set, topology_options 
 /// bandwidth (measure_topology, cached in the set) shared evenly among the places on that
 /// device, so GPUs of different speed, or sharing a GPU, finish element-wise work together. For
 /// your own calibration (GPUs with other work), pass your figures to partition_policy::weighted.
+/// On a set spanning processes every rank gets the same policy (a collective, as measure_topology).
 /// Throws as measure_topology.
 inline partition_policy measured_partition_policy(const device_set& set) {
   const topology& t = measure_topology(set);
-  return partition_policy::weighted(detail::throughput_weights(t.devices, t.memory_gbps));
+  return partition_policy::weighted(detail::throughput_weights(t.ranks, t.devices, t.memory_gbps));
 }
 
 }  // namespace strata

@@ -264,15 +264,6 @@ decltype(auto) at_place(set_state& s, std::size_t i, F&& f) {
   return f(p);
 }
 
-/// Throws std::logic_error naming `algo` if `s` spans processes: for the algorithms that do not
-/// cross ranks yet (compaction, topology).
-inline void require_one_process(const char* algo, const set_state& s) {
-  if (s.link != nullptr)
-    throw std::logic_error(std::string(algo) +
-                           " is not available on a device_set that spans processes (it would not cross ranks); "
-                           "see docs/api.md, \"Beyond one process\"");
-}
-
 /// One call on a set (an algorithm, element access, synchronize): an NVTX range named after it
 /// and the set's call lock, held while the call's work is enqueued, so calls from several host
 /// threads on one set do not interleave and none lands inside another's graph capture.
