@@ -189,6 +189,59 @@ inline void path_copy(void* dst, int b, const void* src, int a, std::size_t byte
 
 }  // namespace detail
 
+namespace detail {
+
+// Measures the pairs of `set`'s places that are both this process's into `t` (sized for the set):
+// copy_gbps, latency_us and direct. Throws strata::cuda_error.
+inline void measure_local_pairs(const device_set& set, set_state& s, const topology_options& options, topology& t) {
+  const std::size_t k = set.size();
+  const std::size_t big = options.bandwidth_bytes;
+  // Two buffers per device of this process's places, and pinned staging, made once.
+  std::map<int, std::pair<device_buffer, device_buffer>> buffers;
+  for (std::size_t i = 0; i < k; ++i) {
+    if (!s.local(i)) continue;
+    const int d = set.device(i);
+    if (buffers.count(d) != 0) continue;
+    buffers.emplace(d, std::make_pair(device_buffer(d, big, set.stream(i)), device_buffer(d, big, set.stream(i))));
+    // The copies read the source: give it defined bytes (compute-sanitizer's initcheck).
+    device_guard g(d);
+    STRATA_CUDA_CHECK(cudaMemsetAsync(buffers.at(d).first.get(), 0, big, set.stream(i)));
+    STRATA_CUDA_CHECK(cudaStreamSynchronize(set.stream(i)));
+  }
+  struct pinned_block {
+    void* p;
+    explicit pinned_block(std::size_t b) : p(pinned_allocate(b)) {}
+    pinned_block(const pinned_block&) = delete;
+    pinned_block& operator=(const pinned_block&) = delete;
+    ~pinned_block() { pinned_free(p); }
+  } pinned(big);
+  std::map<std::tuple<int, int, bool>, std::pair<double, double>> measured;  // (a, b, direct) -> (GB/s, us)
+  for (std::size_t i = 0; i < k; ++i)
+    for (std::size_t j = 0; j < k; ++j) {
+      if (!s.local(i) || !s.local(j)) continue;  // another rank's place: its rank measures it
+      const int a = set.device(i), b = set.device(j);
+      const bool direct = places_reach(s, i, s, j);
+      t.direct[i * k + j] = direct ? 1 : 0;
+      const auto key = std::make_tuple(a, b, direct);
+      if (measured.count(key) == 0) {
+        void* dst = (a == b ? buffers.at(b).second : buffers.at(b).first).get();
+        const void* src = buffers.at(a).first.get();
+        cudaStream_t stream = set.stream(j);
+        const double t_big = best_time(b, stream, options.repeats, [&](cudaStream_t st) {
+          path_copy(dst, b, src, a, big, direct, pinned.p, st);
+        });
+        const double t_small = best_time(b, stream, options.repeats, [&](cudaStream_t st) {
+          path_copy(dst, b, src, a, 4, direct, pinned.p, st);
+        });
+        measured[key] = {static_cast<double>(big) / t_big / 1e9, t_small * 1e6};
+      }
+      t.copy_gbps[i * k + j] = measured[key].first;
+      t.latency_us[i * k + j] = measured[key].second;
+    }
+}
+
+}  // namespace detail
+
 /// Measures `set`: every device's copy bandwidth, and for every ordered pair of places the
 /// bandwidth and latency of the exchange's path between them (pairs of places with the same
 /// devices and path are measured once). The figures are cached in the set (all copies of it share
@@ -201,8 +254,10 @@ inline void path_copy(void* dst, int b, const void* src, int a, std::size_t byte
 /// On a set spanning processes it is a collective (every rank calls it, with the same
 /// `options.refresh`): each rank measures its own places and their pairs, then one all-gather
 /// gives every rank the same figures for all places; pairs of places of different ranks are not
-/// measured (0; see topology). Throws strata::cuda_error if a CUDA call or an allocation fails,
-/// and across ranks the link's error (strata::nccl_error) if a rank does not take part.
+/// measured (0; see topology). Throws strata::cuda_error if a CUDA call or an allocation fails;
+/// across ranks the ranks first agree, so if one rank fails every rank throws strata::cuda_error
+/// (that rank its own, the others one naming it), and the link's error (strata::nccl_error) if a
+/// rank does not take part.
 inline const topology& measure_topology(const device_set& set, topology_options options = {}) {
   const detail::call_scope scope(set.state(), "strata::measure_topology");
   detail::set_state& s = scope.state();
@@ -218,49 +273,18 @@ inline const topology& measure_topology(const device_set& set, topology_options 
   topo->copy_gbps.assign(k * k, 0);
   topo->latency_us.assign(k * k, 0);
   topo->direct.assign(k * k, 0);
-  const std::size_t big = options.bandwidth_bytes;
-  // Two buffers per device of this process's places, and pinned staging, made once.
-  std::map<int, std::pair<detail::device_buffer, detail::device_buffer>> buffers;
-  for (std::size_t i = 0; i < k; ++i) {
-    if (!s.local(i)) continue;
-    const int d = set.device(i);
-    if (buffers.count(d) != 0) continue;
-    buffers.emplace(d, std::make_pair(detail::device_buffer(d, big, set.stream(i)), detail::device_buffer(d, big, set.stream(i))));
-    // The copies read the source: give it defined bytes (compute-sanitizer's initcheck).
-    detail::device_guard g(d);
-    STRATA_CUDA_CHECK(cudaMemsetAsync(buffers.at(d).first.get(), 0, big, set.stream(i)));
-    STRATA_CUDA_CHECK(cudaStreamSynchronize(set.stream(i)));
+  // Every rank measures its own places; across ranks they then agree on whether all could
+  // (a rank out of memory makes every rank throw, none waits for it), and the figures cross in
+  // one all-gather, whose buffers are reserved with the measurement.
+  if (spans) detail::reserve_all_gather(s, sizeof(detail::rank_verdict));
+  std::exception_ptr failed;
+  try {
+    if (spans) detail::reserve_all_gather(s, sizeof(detail::rank_topology));
+    detail::measure_local_pairs(set, s, options, *topo);
+  } catch (...) {
+    failed = std::current_exception();
   }
-  struct pinned_block {
-    void* p;
-    explicit pinned_block(std::size_t b) : p(detail::pinned_allocate(b)) {}
-    pinned_block(const pinned_block&) = delete;
-    pinned_block& operator=(const pinned_block&) = delete;
-    ~pinned_block() { detail::pinned_free(p); }
-  } pinned(big);
-  std::map<std::tuple<int, int, bool>, std::pair<double, double>> measured;  // (a, b, direct) -> (GB/s, us)
-  for (std::size_t i = 0; i < k; ++i)
-    for (std::size_t j = 0; j < k; ++j) {
-      if (!s.local(i) || !s.local(j)) continue;  // another rank's place: its rank measures it
-      const int a = set.device(i), b = set.device(j);
-      const bool direct = detail::places_reach(s, i, s, j);
-      topo->direct[i * k + j] = direct ? 1 : 0;
-      const auto key = std::make_tuple(a, b, direct);
-      if (measured.count(key) == 0) {
-        void* dst = (a == b ? buffers.at(b).second : buffers.at(b).first).get();
-        const void* src = buffers.at(a).first.get();
-        cudaStream_t stream = set.stream(j);
-        const double t_big = detail::best_time(b, stream, options.repeats, [&](cudaStream_t st) {
-          detail::path_copy(dst, b, src, a, big, direct, pinned.p, st);
-        });
-        const double t_small = detail::best_time(b, stream, options.repeats, [&](cudaStream_t st) {
-          detail::path_copy(dst, b, src, a, 4, direct, pinned.p, st);
-        });
-        measured[key] = {static_cast<double>(big) / t_big / 1e9, t_small * 1e6};
-      }
-      topo->copy_gbps[i * k + j] = measured[key].first;
-      topo->latency_us[i * k + j] = measured[key].second;
-    }
+  detail::throw_if_any_rank_failed(s, failed, "strata::measure_topology", "measuring its places", [] {});
   if (spans) {  // every rank's figures to every rank
     auto mine = std::make_unique<detail::rank_topology>();
     for (std::size_t i = 0; i < k; ++i) mine->devices[i] = topo->devices[i];

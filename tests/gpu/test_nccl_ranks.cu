@@ -545,6 +545,23 @@ TEST(NcclSpanning, TopologyIsMeasuredByEachRankAndTheSameOnEveryRank) {
     EXPECT_EQ(strata::reduce(x), std::accumulate(h.begin(), h.end(), std::int64_t{0}));
     EXPECT_TRUE(x.to_std_vector() == h);
   }
+  if (size < 2) return;
+  // A rank that cannot measure (its 1 TiB buffers do not fit) makes every rank throw, none waits
+  // for it, and the figures measured before stay cached.
+  const int victim = size - 1;
+  strata::topology_options again = quick;
+  again.refresh = true;
+  if (rank == victim) again.bandwidth_bytes = std::size_t{1} << 40;
+  try {
+    (void)strata::measure_topology(set, again);
+    ADD_FAILURE() << "no throw on rank " << rank;
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorMemoryAllocation) << e.what();
+    if (rank != victim)
+      EXPECT_NE(std::string(e.what()).find("rank " + std::to_string(victim)), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(&strata::measure_topology(set), &t) << "the cache is kept";
+  EXPECT_EQ(strata::reduce(strata::distributed_vector<int>(1001, 2, set)), 2002) << "and the set still works";
 }
 
 TEST(NcclSpanning, ASortThatCannotReserveItsMemoryThrowsOnEveryRank) {

@@ -486,11 +486,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   // reserves what the verdict takes (a failure there is thrown on its rank alone, and the others'
   // waits run into the link's timeout).
   const bool spans = s.link != nullptr;
-  const int ranks = spans ? s.ranks.ranks() : 1;
-  if (spans) {
-    (void)s.rank_buffer(rank_gather::bytes(ranks, sizeof(rank_verdict)));
-    (void)s.host_words((static_cast<std::size_t>(ranks) * sizeof(rank_verdict) + 7) / 8);
-  }
+  if (spans) reserve_all_gather(s, sizeof(rank_verdict));
   const auto release_grown = [&] {
     for (std::size_t i = 0; i < k; ++i) {
       if (!s.local(i)) continue;

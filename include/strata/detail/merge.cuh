@@ -460,6 +460,15 @@ inline void wait_root(set_state& s, const char* who) {
   s.check_ranks(who);
 }
 
+/// Grows the set's rank buffer and host words to what all_gather_to_host of a `value_bytes`-byte
+/// value needs, so that the collective cannot then fail to allocate on this rank alone. Throws
+/// strata::cuda_error if an allocation fails.
+inline void reserve_all_gather(set_state& s, std::size_t value_bytes) {
+  const int ranks = s.ranks.ranks();
+  (void)s.rank_buffer(rank_gather::bytes(ranks, value_bytes));
+  (void)s.host_words((static_cast<std::size_t>(ranks) * value_bytes + 7) / 8);
+}
+
 /// A collective on a set spanning processes: every rank's `mine` (trivially copyable), in rank
 /// order, on every host. Uses the first bytes of the set's rank buffer and of its host words
 /// (rank_gather::bytes(ranks, sizeof(V)) and ranks * sizeof(V) of them, which the caller may
