@@ -23,12 +23,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace strata {
@@ -212,6 +217,19 @@ class process_group {
       abandon();
       STRATA_NCCL_CHECK(failed, r);
     }
+    // The ranks that share a GPU launch their NCCL calls together (shared_gpu_ranks).
+    for (std::size_t i = 0; i < made.size(); ++i) {
+      if (made[i]->hub != nullptr) continue;
+      std::vector<state*> mates;
+      for (std::size_t j = i; j < made.size(); ++j)
+        if (made[j]->device_ == made[i]->device_) mates.push_back(made[j].get());
+      if (mates.size() < 2) continue;
+      auto hub = std::make_shared<shared_gpu_ranks>(mates);
+      for (std::size_t k = 0; k < mates.size(); ++k) {
+        mates[k]->hub = hub;
+        mates[k]->hub_index = k;
+      }
+    }
     std::vector<process_group> groups;
     for (auto& s : made) {
       s->owned = true;
@@ -371,10 +389,11 @@ class process_group {
       STRATA_CUDA_CHECK(cudaMemcpyAsync(dev + at, host + at, slot, cudaMemcpyHostToDevice, s_->stream));
     }
     // In place: the send buffer is this rank's slot of the receive buffer, as NCCL allows.
-    STRATA_NCCL_CHECK(s_->rank_, ncclAllGather(dev + at, dev, slot, ncclUint8, s_->comm, s_->stream));
+    s_->all_gather(dev, slot, s_->stream);
     return dev;
   }
 
+  class shared_gpu_ranks;
   // The group's state, and the transport of the sets that span its ranks (detail::rank_link).
   struct state final : detail::rank_link {
     ncclComm_t comm = nullptr;
@@ -388,33 +407,58 @@ class process_group {
     void* host_buffer = nullptr;  // pinned
     std::size_t buffer_bytes = 0;
     std::uint64_t calls = 0;  // collectives of the group and its spanning sets (their stamps)
+    // The ranks of this process that share its GPU (made together by create_local), or null.
+    std::shared_ptr<shared_gpu_ranks> hub;
+    std::size_t hub_index = 0;
 
     int rank() const noexcept override { return rank_; }
     int ranks() const noexcept override { return size; }
     int device() const noexcept override { return device_; }
     std::uint64_t next_stamp() override { return detail::gather_stamp(++calls); }
     void all_gather(char* buffer, std::size_t slot, cudaStream_t on) override {
-      live("strata: all-gather across ranks");
+      const char* who = "strata: all-gather across ranks";
+      live(who);
       char* mine = buffer + slot * static_cast<std::size_t>(rank_);
-      STRATA_NCCL_CHECK(rank_, ncclAllGather(mine, buffer, slot, ncclUint8, comm, on));
+      launch(who, [&] { STRATA_NCCL_CHECK(rank_, ncclAllGather(mine, buffer, slot, ncclUint8, comm, on)); });
     }
     void broadcast(const void* send, void* recv, std::size_t bytes, int root, cudaStream_t on) override {
-      live("strata: broadcast across ranks");
-      STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on));
+      const char* who = "strata: broadcast across ranks";
+      live(who);
+      launch(who, [&] { STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on)); });
     }
     void send_receive(const std::vector<detail::rank_transfer>& sends, const std::vector<detail::rank_transfer>& receives,
                       cudaStream_t on) override {
-      if (sends.empty() && receives.empty()) return;
-      live("strata: exchange across ranks");
-      STRATA_NCCL_CHECK(rank_, ncclGroupStart());
-      try {
-        for (const auto& t : sends) STRATA_NCCL_CHECK(rank_, ncclSend(t.data, t.bytes, ncclUint8, t.peer, comm, on));
-        for (const auto& t : receives) STRATA_NCCL_CHECK(rank_, ncclRecv(t.data, t.bytes, ncclUint8, t.peer, comm, on));
-      } catch (...) {
-        (void)ncclGroupEnd();  // NCCL's group must close, also on the way out
-        throw;
+      // (A rank with no transfers still meets the ranks that share its GPU: see launch.)
+      if (sends.empty() && receives.empty() && hub == nullptr) return;
+      const char* who = "strata: exchange across ranks";
+      live(who);
+      launch(who, [&] {
+        if (sends.empty() && receives.empty()) return;
+        STRATA_NCCL_CHECK(rank_, ncclGroupStart());
+        try {
+          for (const auto& t : sends) STRATA_NCCL_CHECK(rank_, ncclSend(t.data, t.bytes, ncclUint8, t.peer, comm, on));
+          for (const auto& t : receives) STRATA_NCCL_CHECK(rank_, ncclRecv(t.data, t.bytes, ncclUint8, t.peer, comm, on));
+        } catch (...) {
+          (void)ncclGroupEnd();  // NCCL's group must close, also on the way out
+          throw;
+        }
+        STRATA_NCCL_CHECK(rank_, ncclGroupEnd());
+      });
+    }
+    // Runs `enqueue` (this rank's NCCL calls of one collective, which only enqueue) with the
+    // rank's GPU current: at once for a rank alone on its GPU in this process, else through the
+    // hub, which launches the calls of every rank sharing the GPU together.
+    template <class F>
+    void launch(const char* who, F&& enqueue) {
+      if (hub == nullptr) {
+        detail::device_guard g(device_);
+        enqueue();
+        return;
       }
-      STRATA_NCCL_CHECK(rank_, ncclGroupEnd());
+      hub->launch(hub_index, [this, &enqueue] {
+        detail::device_guard g(device_);
+        enqueue();
+      }, timeout, who);
     }
     void wait(cudaStream_t on) override {
       poll([on] { return cudaStreamQuery(on); }, "cudaStreamQuery (NCCL work)", timeout);
@@ -504,8 +548,107 @@ class process_group {
         (void)cudaStreamDestroy(stream);
       }
       free_buffers();
+      if (hub != nullptr) hub->leave(hub_index);
       if (owned && comm != nullptr && !aborted) (void)ncclCommDestroy(comm);
     }
+  };
+
+  // The ranks of one process that share a GPU (made together by create_local). Each is driven by
+  // its own host thread, but their NCCL calls must not be launched one thread at a time: a rank's
+  // collective kernel waits on the GPU for the others' kernels, and until these are launched,
+  // anything that synchronizes the GPU in the other threads (cudaFree, CUDA's lazy loading of a
+  // kernel, NCCL's own connection set-up) waits for that kernel in turn, a deadlock (measured with
+  // NCCL 2.32: two ranks on threads of one process hung in their first collectives). So every
+  // rank posts its calls and waits; the last to arrive launches them all, in rank order, inside
+  // one ncclGroupStart/ncclGroupEnd, as NCCL documents for one thread driving several ranks. A
+  // rank that does not arrive within its timeout breaks the hub: the waiting ranks abort their
+  // communicators and throw, and so does every later call on these ranks.
+  class shared_gpu_ranks {
+   public:
+    explicit shared_gpu_ranks(std::vector<state*> members)
+        : members_(std::move(members)), posted_(members_.size()), errors_(members_.size()) {}
+
+    // Member `index` posts `enqueue` and returns once it ran (on this thread or another), or
+    // throws: what `enqueue` threw, or strata::nccl_error (its communicator aborted) when a member
+    // did not arrive within `timeout` or failed.
+    void launch(std::size_t index, const std::function<void()>& enqueue, std::chrono::milliseconds timeout,
+                const char* who) {
+      std::unique_lock<std::mutex> lock(m_);
+      state& me = *members_[index];
+      if (broken_.empty()) {
+        posted_[index] = &enqueue;
+        const std::uint64_t round = round_;
+        if (++arrived_ == members_.size()) {
+          run_all();
+        } else if (!done_.wait_for(lock, timeout, [&] { return round_ != round || !broken_.empty(); })) {
+          broken_ = "a rank sharing its GPU in this process did not reach the same collective within " +
+                    std::to_string(timeout.count()) + " ms";
+          done_.notify_all();
+        }
+        if (round_ != round) {  // ran
+          if (std::exception_ptr e = std::exchange(errors_[index], nullptr)) std::rethrow_exception(e);
+          return;
+        }
+      }
+      posted_.assign(posted_.size(), nullptr);
+      const std::string why = broken_;
+      lock.unlock();
+      me.abort();
+      throw nccl_error(ncclSystemError, who, me.rank_, why + "; the communicator was aborted", __FILE__, __LINE__);
+    }
+
+    // Member `index` is gone (destroyed): later collectives of the others cannot complete.
+    void leave(std::size_t index) noexcept {
+      std::lock_guard<std::mutex> lock(m_);
+      members_[index] = nullptr;
+      if (broken_.empty()) broken_ = "a rank sharing its GPU in this process was destroyed";
+      done_.notify_all();
+    }
+
+   private:
+    // With m_ held, every member posted: launches the calls in one NCCL group. A member whose
+    // calls failed gets its error; if any failed, every member is aborted (the others' kernels
+    // would wait for it), and each gets an error.
+    void run_all() {
+      bool failed = false;
+      ncclResult_t r = ncclGroupStart();
+      if (r == ncclSuccess) {
+        for (std::size_t i = 0; i < posted_.size(); ++i) {
+          try {
+            (*posted_[i])();
+          } catch (...) {
+            errors_[i] = std::current_exception();
+            failed = true;
+          }
+        }
+        r = ncclGroupEnd();
+      }
+      if (r != ncclSuccess || failed) {
+        for (std::size_t i = 0; i < members_.size(); ++i) {
+          if (members_[i] == nullptr) continue;
+          members_[i]->abort();
+          if (errors_[i] == nullptr)
+            errors_[i] = std::make_exception_ptr(
+                nccl_error(r != ncclSuccess ? r : ncclInvalidUsage, "strata: collective across ranks", members_[i]->rank_,
+                           "a rank sharing its GPU in this process failed to launch it; the communicator was aborted",
+                           __FILE__, __LINE__));
+        }
+        broken_ = "a rank sharing its GPU in this process failed";
+      }
+      posted_.assign(posted_.size(), nullptr);
+      arrived_ = 0;
+      ++round_;
+      done_.notify_all();
+    }
+
+    std::mutex m_;
+    std::condition_variable done_;
+    std::vector<state*> members_;                      // null once destroyed
+    std::vector<const std::function<void()>*> posted_;  // this round's calls, by member
+    std::vector<std::exception_ptr> errors_;
+    std::size_t arrived_ = 0;
+    std::uint64_t round_ = 0;
+    std::string broken_;  // why no collective can run any more (empty: none)
   };
   explicit process_group(std::shared_ptr<state> s) : s_(std::move(s)) {}
   std::shared_ptr<state> s_;

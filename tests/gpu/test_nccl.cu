@@ -226,7 +226,9 @@ TEST(Nccl, RanksOnThreadsOfOneProcessAgreeWithTheHost) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_EQ(groups[static_cast<std::size_t>(r)].rank(), r);
       EXPECT_EQ(groups[static_cast<std::size_t>(r)].size(), ranks);
-      groups[static_cast<std::size_t>(r)].set_timeout(std::chrono::seconds(30));  // a failing thread: the others throw
+      // A failing thread: the others throw within the timeout (STRATA_TEST_RANK_TIMEOUT_S, default 30).
+      const char* limit = std::getenv("STRATA_TEST_RANK_TIMEOUT_S");
+      groups[static_cast<std::size_t>(r)].set_timeout(std::chrono::seconds(limit != nullptr ? std::atoi(limit) : 30));
     }
     for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{1009}, std::uint64_t{1000003}}) {
       const std::uint64_t seed = fresh_seed();
@@ -241,17 +243,22 @@ TEST(Nccl, RanksOnThreadsOfOneProcessAgreeWithTheHost) {
       for (int r = 0; r < ranks; ++r)
         threads.emplace_back([&, r] {
           std::string& w = wrong[static_cast<std::size_t>(r)];
+          const char* step = "spanning_set";  // (named in a failure)
           try {
             const auto set = strata::spanning_set(groups[static_cast<std::size_t>(r)], static_cast<std::size_t>(r + 1));
+            step = "distributed_vector";
             strata::distributed_vector<std::int64_t> x(h, set);
+            step = "reduce";
             if (strata::reduce(x) != sum) w += "reduce; ";
+            step = "inclusive_scan";
             strata::distributed_vector<std::int64_t> y(n, std::int64_t{-7}, set);
             strata::inclusive_scan(x, y);
             if (y.to_std_vector() != prefix) w += "inclusive_scan; ";
+            step = "sort";
             strata::sort(x);
             if (x.to_std_vector() != sorted) w += "sort; ";
           } catch (const std::exception& e) {
-            w += std::string("threw: ") + e.what();
+            w += std::string("threw in ") + step + ": " + e.what();
           }
         });
       for (auto& t : threads) t.join();

@@ -126,7 +126,10 @@ inline void exchange_across_ranks(set_state& ss, const std::vector<const void*>&
                         ss.ranks.owner(pc.src)});
     received[pc.dst] = 1;
   }
-  if (sends.empty() && receives.empty()) return;
+  if (sends.empty() && receives.empty()) {  // nothing to move (the link may still meet its ranks)
+    at_place(ss, ss.root_index, [&](place_state& r) { ss.link->send_receive(sends, receives, r.stream()); });
+    return;
+  }
   place_state& root = ss.root();
   at_place(ss, ss.root_index, [&](place_state& r) {
     for (std::size_t i = 0; i < ss.size(); ++i)

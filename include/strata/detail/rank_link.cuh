@@ -123,8 +123,9 @@ class rank_link {
   /// Enqueues on `stream` one group of point-to-point transfers: every send of `sends` (its data
   /// written by earlier work on `stream`) and every receive of `receives`, all in flight at once
   /// (so their order cannot deadlock). The k-th send from rank a to rank b and b's k-th receive
-  /// from a must have the same size: both sides list them in the same order. Only the ranks with
-  /// transfers take part.
+  /// from a must have the same size: both sides list them in the same order. Every rank calls it,
+  /// also one with no transfers (it enqueues nothing then; ranks sharing a GPU in one process meet
+  /// there: process_group).
   virtual void send_receive(const std::vector<rank_transfer>& sends, const std::vector<rank_transfer>& receives,
                             cudaStream_t stream) = 0;
   /// Waits until `stream`'s work (or `event`) has finished without ever hanging on a failed or
