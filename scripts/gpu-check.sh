@@ -186,7 +186,7 @@ elif [ $status -eq 0 ]; then
       if [ -x "$build/tests/gpu_nccl" ]; then
         echo "=== gpu_nccl, ranks on threads of one process ==="
         env "${ranks_env[@]}" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" \
-          "$build/tests/gpu_nccl" --gtest_filter='Nccl.RanksOnThreadsOfOneProcess*'
+          "$build/tests/gpu_nccl" --gtest_filter='Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*'
         echo "threads_rc=$?"
       fi
     fi

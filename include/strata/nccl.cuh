@@ -176,7 +176,11 @@ class process_group {
   /// other ranks, so each returned group must then be used from its own host thread (one thread
   /// per rank: its spanning_set, its containers, its calls, in the same order on every rank).
   /// Two of a process's ranks may share a GPU only where NCCL allows it (2.30+ with
-  /// NCCL_MULTI_RANK_GPU_ENABLE=1). Throws std::invalid_argument if `devices` is empty or the ranks
+  /// NCCL_MULTI_RANK_GPU_ENABLE=1); such ranks launch each collective together (the last thread to
+  /// arrive launches all of theirs in one NCCL group), so every one of them must enter every
+  /// collective, and one that does not within its timeout makes the others abort their
+  /// communicators and throw strata::nccl_error. NCCL calls of the user's own (run()) on such ranks
+  /// must be grouped by the user the same way. Throws std::invalid_argument if `devices` is empty or the ranks
   /// do not lie in [0, size), std::out_of_range if a device is not a visible GPU (all before any
   /// NCCL call), strata::nccl_error if NCCL fails (no communicator is left behind then).
   static std::vector<process_group> create_local(const ncclUniqueId& id, int first_rank, int size,

@@ -266,3 +266,60 @@ TEST(Nccl, RanksOnThreadsOfOneProcessAgreeWithTheHost) {
     }
   }
 }
+
+// Ranks on threads of one process that share a GPU launch their collectives together: a rank
+// whose thread stops calling makes the others throw strata::nccl_error within their timeout
+// (instead of waiting for it forever), and every later collective of these ranks, its own
+// included, throws at once.
+TEST(Nccl, ThreadRankThatStopsMakesTheRanksSharingItsGpuThrow) {
+  if (strata::nccl_version() < 23000)
+    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
+                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+  setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  auto groups = strata::process_group::create_all({0, 0, 0});
+  for (auto& g : groups) g.set_timeout(std::chrono::seconds(2));
+  // First a collective every rank joins.
+  std::vector<std::uint64_t> got(3 * 3, 0);
+  {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        const std::uint64_t mine = 100 + static_cast<std::uint64_t>(r);
+        groups[static_cast<std::size_t>(r)].all_gather(&mine, sizeof mine, got.data() + 3 * r);
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(got[static_cast<std::size_t>(3 * r + k)], 100u + static_cast<std::uint64_t>(k));
+  // Then rank 0 stops: ranks 1 and 2 throw, in about their timeout.
+  std::vector<int> threw(3, 0);
+  std::vector<double> seconds(3, 0);
+  {
+    std::vector<std::thread> threads;
+    for (int r = 1; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        const auto start = std::chrono::steady_clock::now();
+        const std::uint64_t mine = 7;
+        std::uint64_t out[3];
+        try {
+          groups[static_cast<std::size_t>(r)].all_gather(&mine, sizeof mine, out);
+        } catch (const strata::nccl_error& e) {
+          threw[static_cast<std::size_t>(r)] = std::string(e.what()).find("rank " + std::to_string(r)) != std::string::npos ? 1 : 2;
+        }
+        seconds[static_cast<std::size_t>(r)] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      });
+    for (auto& t : threads) t.join();
+  }
+  for (int r = 1; r < 3; ++r) {
+    EXPECT_EQ(threw[static_cast<std::size_t>(r)], 1) << "rank " << r << " (1: threw naming its rank)";
+    EXPECT_LT(seconds[static_cast<std::size_t>(r)], 20.0) << "rank " << r;
+  }
+  // Rank 0 comes back too late: it throws at once, as do the others.
+  const std::uint64_t mine = 1;
+  std::uint64_t out[3];
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(groups[0].all_gather(&mine, sizeof mine, out), strata::nccl_error);
+  EXPECT_THROW(groups[1].all_gather(&mine, sizeof mine, out), strata::nccl_error);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+}
