@@ -449,13 +449,13 @@ class process_group {
         STRATA_NCCL_CHECK(rank_, ncclGroupEnd());
       });
     }
-    // Runs `enqueue` (this rank's NCCL calls of one collective, which only enqueue; called with
-    // the rank's GPU current): at once for a rank alone on its GPU in this process, else through
-    // the hub, which launches the calls of every rank sharing the GPU together (from whichever
-    // thread arrives last, so it makes the GPU current there).
+    // Runs `enqueue` (this rank's NCCL calls of one collective, which only enqueue) with the
+    // rank's GPU current: at once for a rank alone on its GPU in this process, else through the
+    // hub, which launches the calls of every rank sharing the GPU together.
     template <class F>
     void launch(const char* who, F&& enqueue) {
       if (hub == nullptr) {
+        detail::device_guard g(device_);
         enqueue();
         return;
       }

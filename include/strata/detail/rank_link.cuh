@@ -102,8 +102,7 @@ struct rank_transfer {
 
 /// What a set spanning processes needs of the transport between its ranks (strata/nccl.cuh's
 /// process_group provides it). Every collective must be entered by every rank, in the same order.
-/// Waits never hang: a failed peer or a timeout aborts the transport and throws. Callers make
-/// device() current first.
+/// Waits never hang: a failed peer or a timeout aborts the transport and throws.
 class rank_link {
  public:
   virtual ~rank_link() = default;
