@@ -1,8 +1,8 @@
 // distributed_vector<T>: an owning container of elements partitioned over a device_set's places.
 #pragma once
 
-#include <strata/algorithm/copy.cuh>
-#include <strata/algorithm/transform.cuh>
+#include <strata/detail/copies.cuh>
+#include <strata/detail/elementwise.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/device_set.cuh>
 #include <strata/distributed_span.cuh>
@@ -94,13 +94,13 @@ class distributed_vector {
   /// if an allocation fails; nothing stays allocated then.
   distributed_vector(size_type n, device_set set, partition_policy policy = partition_policy::even())
       : distributed_vector(n, std::move(set), std::move(policy), no_init) {
-    strata::fill(*this, T{});
+    detail::fill_impl(*this, T{}, true);
   }
 
   /// `n` elements equal to `value` over `set`, laid out by `policy`. Throws as above.
   distributed_vector(size_type n, const T& value, device_set set, partition_policy policy = partition_policy::even())
       : distributed_vector(n, std::move(set), std::move(policy), no_init) {
-    strata::fill(*this, value);
+    detail::fill_impl(*this, value, true);
   }
 
   /// `n` uninitialised elements over `set`, laid out by `policy`: no device work beyond the
@@ -124,7 +124,7 @@ class distributed_vector {
   /// strata::cuda_error if an allocation or the copy fails; nothing stays allocated then.
   distributed_vector(const distributed_vector& other) : distributed_vector(other.set_, other.partition_) {
     // Delegating: the object is complete here, so a throwing copy runs the destructor.
-    if (set_) strata::copy(other, *this);
+    if (set_) detail::copy_impl(other, *this, true);
   }
 
   /// Takes other's elements and layout without copying; other is left empty, without places.
@@ -190,7 +190,7 @@ class distributed_vector {
   operator distributed_span<const T>() const { return span(); }
 
   /// Copies the elements to host memory at `dst` (room for size() elements) and waits.
-  void copy_to_host(T* dst) const { strata::copy_to_host(*this, dst); }
+  void copy_to_host(T* dst) const { detail::copy_to_host_impl(span(), dst); }
   /// The elements as a host vector (a `std::vector<bool>` for `bool` elements).
   std::vector<T> to_std_vector() const {
     if constexpr (std::is_same_v<T, bool>) {
@@ -221,14 +221,14 @@ class distributed_vector {
         (!std::is_same_v<T, bool> && (std::is_same_v<It, typename std::vector<T>::const_iterator> ||
                                       std::is_same_v<It, typename std::vector<T>::iterator>));
     if constexpr (contiguous) {
-      strata::copy_from_host(&*first, *this);
+      detail::copy_from_host_impl(&*first, span());
     } else if constexpr (std::is_same_v<T, bool>) {
       std::unique_ptr<bool[]> staged(new bool[static_cast<std::size_t>(n)]);
       std::copy(first, last, staged.get());
-      strata::copy_from_host(staged.get(), *this);
+      detail::copy_from_host_impl(staged.get(), span());
     } else {
       std::vector<T> staged(first, last);
-      strata::copy_from_host(staged.data(), *this);
+      detail::copy_from_host_impl(staged.data(), span());
     }
   }
   /// Replaces the elements with those of `host` (same size required).

@@ -2,6 +2,7 @@
 // (transform, for_each, for_each_segment) and by transform_reduce.
 #pragma once
 
+#include <strata/detail/checks.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
 
@@ -95,12 +96,6 @@ struct zip_apply {
 template <class F, class Ptrs>
 zip_apply<F, Ptrs> make_zip_apply(const Ptrs& ptrs, F f) {
   return {ptrs, f};
-}
-
-/// Checks that no zipped input partially overlaps `out` (the very same range is allowed: in place).
-template <class Z, class O>
-void require_zip_no_partial_overlap(const char* algo, const Z& z, const distributed_span<O>& out) {
-  std::apply([&](const auto&... s) { (require_no_partial_overlap(algo, s, out), ...); }, z.spans());
 }
 
 }  // namespace detail

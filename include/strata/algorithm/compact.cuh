@@ -5,6 +5,7 @@
 // those counts. strata::redistribute evens such a layout out again.
 #pragma once
 
+#include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
@@ -12,6 +13,7 @@
 #include <strata/algorithm/reduce.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
+#include <strata/tags.cuh>
 
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_select.cuh>
@@ -175,13 +177,6 @@ std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<
     };
     scan_segments<T>(s, part, last, predecessor_fold<T>{}, select);
   });
-}
-
-// The output range of an out-of-place compaction: the input's layout, and no shared memory.
-template <class In, class Out>
-void require_compaction_output(const char* name, const In& in, const Out& out) {
-  require_same_layout(name, in, out);
-  require_disjoint(name, in, out);
 }
 
 }  // namespace detail

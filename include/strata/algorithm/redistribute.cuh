@@ -3,11 +3,13 @@
 #pragma once
 
 #include <strata/algorithm/copy.cuh>
+#include <strata/detail/checks.cuh>
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
 #include <strata/partition.hpp>
+#include <strata/tags.cuh>
 
 #include <type_traits>
 #include <utility>

@@ -4,12 +4,14 @@
 // segment order. Every algorithm has an `_async` form returning strata::future.
 #pragma once
 
+#include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/merge.cuh>
 #include <strata/detail/repro.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/future.cuh>
+#include <strata/tags.cuh>
 #include <strata/zip.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
@@ -512,37 +514,7 @@ bool equal(const RA& a, const RB& b) {
   return equal_async(a, b).get();
 }
 
-/// Tag asking a floating-point sum for the same bits whatever the layout: `reduce(reproducible,
-/// r)` and the `transform_reduce(reproducible, ...)` forms return the same value for any
-/// device_set size, any partition (even, weighted, with empty places, explicit), graph replay or
-/// not, run after run and on any GPU, for the same elements. Every element is deposited
-/// into integer sums of four 30-bit windows of a fixed grid of the binary exponent range, the top
-/// window set by the largest element of the whole range (docs/design.md); threads, places and the
-/// root add window sums exactly and the sum is rounded once, to nearest. Covers sums (`+`) of
-/// `float` and `double`, the elements or `f`'s results widened to double (exactly for float, so a
-/// float dot product `f = a * b` in double is exact per term). Error against the exact sum of the
-/// (transformed) elements: at most N * 2^-90 * max|x| (double sums; float sums keep one window fewer:
-/// N * 2^-60 * max|x|) plus half an ulp of the result; elements below 2^-1073 in magnitude count
-/// as zero. Infinities and NaNs give the IEEE sum's special
-/// value; a zero sum is +0. At most 2^33 elements per call (the integer windows could overflow beyond).
-struct reproducible_t {
-  explicit constexpr reproducible_t() = default;
-};
-/// The reproducible tag value.
-inline constexpr reproducible_t reproducible{};
-
 namespace detail {
-
-inline constexpr std::uint64_t repro_max_elements = std::uint64_t{1} << 33;
-
-template <class T>
-void require_reproducible(const char* name, std::uint64_t n) {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
-                "strata::reproducible sums accumulate float or double (the type of init)");
-  if (n > repro_max_elements)
-    throw std::invalid_argument(std::string(name) + " (reproducible): " + std::to_string(n) +
-                                " elements; at most 2^33 per call");
-}
 
 // init + the places' accumulators, combined exactly, rounded once.
 template <class T>

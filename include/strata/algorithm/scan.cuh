@@ -5,10 +5,12 @@
 // offset read from device memory. Correct for associative operators that are not commutative.
 #pragma once
 
+#include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/merge.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/tags.cuh>
 
 #include <thrust/iterator/transform_iterator.h>
 
@@ -19,32 +21,6 @@
 #include <type_traits>
 
 namespace strata {
-
-/// Whether a binary operator is commutative. Strata computes the per-segment totals of a
-/// multi-place scan with CUB's reduction (which reorders operands) when this is true, and
-/// with an order-preserving scan pass otherwise. True for the standard arithmetic, bitwise,
-/// logical, min and max function objects; specialise it (`: std::true_type`) for your own
-/// commutative operators to get the faster path.
-template <class Op>
-struct is_commutative : std::false_type {};
-template <class T>
-struct is_commutative<::cuda::std::plus<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::multiplies<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::bit_and<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::bit_or<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::bit_xor<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::logical_and<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::std::logical_or<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::minimum<T>> : std::true_type {};
-template <class T>
-struct is_commutative<::cuda::maximum<T>> : std::true_type {};
 
 namespace detail {
 
@@ -143,11 +119,6 @@ struct scan_accumulator<V, O, std::void_t<std::common_type_t<V, O>>> {
 template <class In, class Out, class Tf = identity_fn>
 using scan_acc_t = typename scan_accumulator<std::decay_t<std::invoke_result_t<Tf, const range_value_t<In>&>>,
                                              range_value_t<Out>>::type;
-
-// A trailing argument that is not the nosync tag (keeps `scan(in, out, strata::nosync)` from
-// binding the tag as an operator or an initial value).
-template <class T>
-inline constexpr bool not_nosync_v = !std::is_same_v<std::decay_t<T>, nosync_t>;
 
 template <class In, class Out>
 inline constexpr bool scan_ranges_v = is_distributed_range_v<In> && is_distributed_range_v<Out>;

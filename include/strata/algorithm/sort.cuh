@@ -6,11 +6,13 @@
 #pragma once
 
 #include <strata/algorithm/copy.cuh>
+#include <strata/detail/checks.cuh>
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/detail/merge.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/tags.cuh>
 
 #include <cub/device/device_merge.cuh>
 #include <cub/device/device_merge_sort.cuh>
@@ -597,15 +599,6 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   prof.exchange_merge_s = std::chrono::duration<double>(t3 - t2).count();
 }
 
-template <class R>
-void require_sortable(const char* name, const R& r) {
-  static_assert(!std::is_const_v<typename R::element_type>, "strata: the range to sort must be mutable");
-  require_places(name, r);
-}
-
-template <class C>
-inline constexpr bool is_comparator_arg_v = !std::is_same_v<std::decay_t<C>, nosync_t>;
-
 template <class R, class Comp>
 void sort_keys(const char* name, R&& r_in, Comp comp, bool sync) {
   const auto r = as_span(r_in);
@@ -651,7 +644,7 @@ void sort_pairs(const char* name, RK&& k_in, RV&& v_in, Comp comp, bool sync) {
 /// or stops taking part makes the others abort the communicator and throw strata::nccl_error
 /// instead of waiting forever.
 template <class R, class Comp = ::cuda::std::less<>,
-          class = std::enable_if_t<is_distributed_range_v<R> && detail::is_comparator_arg_v<Comp>>>
+          class = std::enable_if_t<is_distributed_range_v<R> && detail::not_nosync_v<Comp>>>
 void sort(R&& r, Comp comp = {}) {
   detail::sort_keys("strata::sort", r, comp, true);
 }
@@ -670,7 +663,7 @@ void sort(R&& r, nosync_t) {
 /// local sorts are stable, the splitters break ties by place and position, and the merges take
 /// the earlier place's element first.
 template <class R, class Comp = ::cuda::std::less<>,
-          class = std::enable_if_t<is_distributed_range_v<R> && detail::is_comparator_arg_v<Comp>>>
+          class = std::enable_if_t<is_distributed_range_v<R> && detail::not_nosync_v<Comp>>>
 void stable_sort(R&& r, Comp comp = {}) {
   detail::sort_keys("strata::stable_sort", r, comp, true);
 }
@@ -691,7 +684,7 @@ void stable_sort(R&& r, nosync_t) {
 /// storage. Throws as sort, and std::invalid_argument for mismatched layouts.
 template <class RK, class RV, class Comp = ::cuda::std::less<>,
           class = std::enable_if_t<is_distributed_range_v<RK> && is_distributed_range_v<RV> &&
-                                   detail::is_comparator_arg_v<Comp>>>
+                                   detail::not_nosync_v<Comp>>>
 void sort_by_key(RK&& keys, RV&& values, Comp comp = {}) {
   detail::sort_pairs("strata::sort_by_key", keys, values, comp, true);
 }
@@ -709,7 +702,7 @@ void sort_by_key(RK&& keys, RV&& values, nosync_t) {
 /// As sort_by_key, and values of equal keys keep their relative order (as thrust::stable_sort_by_key).
 template <class RK, class RV, class Comp = ::cuda::std::less<>,
           class = std::enable_if_t<is_distributed_range_v<RK> && is_distributed_range_v<RV> &&
-                                   detail::is_comparator_arg_v<Comp>>>
+                                   detail::not_nosync_v<Comp>>>
 void stable_sort_by_key(RK&& keys, RV&& values, Comp comp = {}) {
   detail::sort_pairs("strata::stable_sort_by_key", keys, values, comp, true);
 }

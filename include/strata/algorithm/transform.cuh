@@ -4,9 +4,12 @@
 // their work unless given strata::nosync.
 #pragma once
 
+#include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
+#include <strata/detail/elementwise.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/tags.cuh>
 #include <strata/zip.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
@@ -20,27 +23,6 @@
 namespace strata {
 
 namespace detail {
-
-template <class Out>
-void require_mutable(const char*) {
-  static_assert(!std::is_const_v<typename span_of_t<Out>::element_type>,
-                "strata: the output range must be mutable (not a const container or a span of const)");
-}
-
-// The fan-out shared by all element-wise algorithms: per non-empty segment of `part`,
-// `launch(i, place)` enqueues one CUB call; then wait unless nosync.
-template <class Launch>
-void elementwise(const char* name, const device_set& set, const partition& part, bool sync, Launch&& launch) {
-  call_scope scope(set.state(), name);
-  for_each_segment(scope.state(), part, launch);
-  if (sync) wait_segments(scope.state(), part);
-}
-
-template <class T>
-struct fill_fn {
-  T value;
-  __host__ __device__ T operator()() const { return value; }
-};
 
 template <class T>
 struct iota_fn {
@@ -100,19 +82,6 @@ void for_each_impl(R&& r_in, F f, bool sync) {
   require_places("strata::for_each", r);
   elementwise("strata::for_each", r.places(), r.partition(), sync, [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceFor::ForEachN(r.segment_at(i).data, r.partition().count(i), f, p.stream()));
-  });
-}
-
-template <class R, class T>
-void fill_impl(R&& r_in, const T& value, bool sync) {
-  require_mutable<R>("strata::fill");
-  auto r = as_span(r_in);
-  require_places("strata::fill", r);
-  using V = typename decltype(r)::value_type;
-  const fill_fn<V> gen{static_cast<V>(value)};
-  elementwise("strata::fill", r.places(), r.partition(), sync, [&](std::size_t i, place_state& p) {
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(::cuda::std::tuple<>{}, r.segment_at(i).data,
-                                                      r.partition().count(i), gen, p.stream()));
   });
 }
 

@@ -73,19 +73,6 @@ inline void copy_direct(void* to, int to_device, const void* from, int from_devi
     STRATA_CUDA_CHECK(cudaMemcpyPeerAsync(to, to_device, from, from_device, bytes, stream));
 }
 
-/// Throws before any work unless an exchange from `ss` to `ds` can run: both sets in this process,
-/// or both spanning the ranks of one process group (then the exchange is collective: every rank
-/// makes the call). std::logic_error for a set spanning processes with one that does not;
-/// std::invalid_argument for sets spanning different groups.
-inline void require_exchangeable(const char* algo, const set_state& ss, const set_state& ds) {
-  if ((ss.link == nullptr) != (ds.link == nullptr))
-    throw std::logic_error(std::string(algo) +
-                           ": one device_set spans processes and the other does not; moves between such sets are not "
-                           "supported (see docs/api.md, \"Beyond one process\")");
-  if (ss.link != ds.link)
-    throw std::invalid_argument(std::string(algo) + ": the device_sets span the ranks of different process groups");
-}
-
 /// The pieces of an exchange between sets spanning ranks that rank `from.rank()` sends and
 /// receives (indices into `pieces`, in piece order): those whose source place (under `from`) is
 /// its own and whose destination place (under `to`) is another rank's, and the reverse. Pieces
