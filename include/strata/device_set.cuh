@@ -92,7 +92,7 @@ inline bool env_switch_on(const char* name) {
 
 /// An ordered, shared list of places. A place is one device ordinal plus what Strata keeps for
 /// it there: a non-blocking stream and cached temporary storage. A device may appear in several
-/// places (each with its own stream). Place 0 is the root: merges of per-place results run
+/// places (each with its own stream). Place 0 is the root: folds of per-place results run
 /// there. Copies are cheap and share the places; the last copy destroys them, freeing each
 /// place's resources on its own device.
 ///

@@ -6,7 +6,7 @@
 #include <strata/detail/device_guard.cuh>
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/memory.cuh>
-#include <strata/detail/merge.cuh>
+#include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/device_set.cuh>
 #include <strata/error.hpp>

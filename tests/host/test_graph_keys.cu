@@ -1,6 +1,6 @@
 // The graph cache's call keys (host logic, no device needed): stateless functors key by type
 // alone (an empty object's byte is indeterminate), stateful ones by type and bytes.
-#include <strata/detail/merge.cuh>
+#include <strata/detail/graph_replay.cuh>
 #include <strata/distributed_vector.cuh>
 
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
-#include <strata/detail/merge.cuh>
+#include <strata/detail/fold.cuh>
 #include <strata/algorithm/reduce.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
@@ -143,7 +143,7 @@ std::vector<std::uint64_t> select_if(const char* name, const distributed_span<co
 template <class T, class Eq>
 std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
                                        Eq eq) {
-  static_assert(sizeof(T) <= max_merge_value_bytes, "strata::unique: elements of at most 256 bytes");
+  static_assert(sizeof(T) <= max_fold_value_bytes, "strata::unique: elements of at most 256 bytes");
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
@@ -270,7 +270,7 @@ distributed_span<range_value_t<R>> remove(R&& r, const range_value_t<R>& value) 
 /// Removes, in place, every element equal (under `eq`, default ==) to the element before it in
 /// global order, across segment boundaries too: the first of each run of equal elements stays.
 /// Returns the view of the kept elements, laid out by the places' kept counts. Needs
-/// `sizeof(T) <= 256` (the boundary elements cross places through the merge slots) and a
+/// `sizeof(T) <= 256` (the boundary elements cross places through the fold slots) and a
 /// scratch byte per element on each place (the place's cached scratch, kept for later calls). Waits. Throws as remove_if.
 template <class R, class Eq = detail::equal_fn, class = std::enable_if_t<is_distributed_range_v<R>>>
 distributed_span<range_value_t<R>> unique(R&& r_in, Eq eq = {}) {

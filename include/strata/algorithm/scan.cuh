@@ -8,7 +8,7 @@
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
-#include <strata/detail/merge.cuh>
+#include <strata/detail/fold.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/tags.cuh>
 

@@ -10,7 +10,7 @@
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
-#include <strata/detail/merge.cuh>
+#include <strata/detail/rank_collectives.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/tags.cuh>
 

@@ -1,6 +1,6 @@
 // Element-wise algorithms: transform (unary, binary, n-ary over a zip), for_each (also over a
 // zip, and with the global index), fill, iota, tabulate, and for_each_segment, the public
-// fan-out. Each is one CUB call (or the user's work) per segment; nothing is merged. All wait for
+// fan-out. Each is one CUB call (or the user's work) per segment; nothing is folded. All wait for
 // their work unless given strata::nosync.
 #pragma once
 

@@ -232,7 +232,7 @@ class device_buffer {
 };
 
 /// Pinned host memory, portable to every device and mapped into the unified address space, so
-/// kernels on any device read and write it directly (the host-staging path of the merge).
+/// kernels on any device read and write it directly (the host-staging path of the fold).
 inline void* pinned_allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   void* p = nullptr;

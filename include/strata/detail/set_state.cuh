@@ -1,5 +1,5 @@
 // The shared state behind a device_set: its places, which places reach which directly, the
-// merge workspace on the root place and the pool of result slots that futures use.
+// fold workspace on the root place and the pool of result slots that futures use.
 #pragma once
 
 #include <strata/detail/device_guard.cuh>
@@ -22,12 +22,12 @@
 
 namespace strata::detail {
 
-/// Most places one device_set may hold: the merge passes one pointer per place to a kernel by
+/// Most places one device_set may hold: the fold passes one pointer per place to a kernel by
 /// value, and 64 covers every node built (8-16 GPUs) with room for several places each.
 inline constexpr std::size_t max_places = 64;
 
-/// Largest value a merge slot or a future's result slot holds.
-inline constexpr std::size_t max_merge_value_bytes = 256;
+/// Largest value a fold slot or a future's result slot holds.
+inline constexpr std::size_t max_fold_value_bytes = 256;
 
 /// One pinned host slot a future's value is written into by the root, plus the event that
 /// marks it written. Recycled through the set's pool.
@@ -58,15 +58,15 @@ class set_state {
     // Places first (they drain their streams), then what the root owned.
     places.clear();
     graphs.clear();
-    if (!root_events_.empty() || merge_done_ != nullptr) {
+    if (!root_events_.empty() || fold_done_ != nullptr) {
       quiet_device_switch on(root_device_);
       for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
-      if (merge_done_ != nullptr) (void)cudaEventDestroy(merge_done_);
+      if (fold_done_ != nullptr) (void)cudaEventDestroy(fold_done_);
     }
-    device_free(root_device_, merge_dev_);
+    device_free(root_device_, fold_dev_);
     device_free(root_device_, rank_dev_);
     pinned_free(missing_);
-    pinned_free(merge_host_);
+    pinned_free(fold_host_);
     pinned_free(host_words_);
     for (char* m : staging_.memory) pinned_free(m);
     for (void* chunk : slot_chunks_) pinned_free(chunk);
@@ -79,7 +79,7 @@ class set_state {
   /// place; null and empty otherwise.
   std::shared_ptr<rank_link> link;
   rank_map ranks;
-  /// The place merges run on: place 0, or on a set spanning processes this rank's first place.
+  /// The place folds run on: place 0, or on a set spanning processes this rank's first place.
   std::size_t root_index = 0;
   /// True if place `i` is this process's (always, on a set that does not span processes).
   bool local(std::size_t i) const noexcept { return places[i] != nullptr; }
@@ -150,11 +150,11 @@ class set_state {
     return static_cast<char*>(rank_dev_);
   }
 
-  /// Merge workspace: `bytes` on the root device and as pinned host memory. Growing waits for
+  /// Fold workspace: `bytes` on the root device and as pinned host memory. Growing waits for
   /// every place, since queued work of earlier calls may still use the old buffers. Call with
   /// call_mutex held.
-  void ensure_merge_workspace(std::size_t bytes) {
-    if (bytes <= merge_bytes_) return;
+  void ensure_fold_workspace(std::size_t bytes) {
+    if (bytes <= fold_bytes_) return;
     wait_all_places();
     void* dev = device_allocate(root_device_, bytes);
     void* host = nullptr;
@@ -164,14 +164,14 @@ class set_state {
       device_free(root_device_, dev);
       throw;
     }
-    device_free(root_device_, merge_dev_);
-    pinned_free(merge_host_);
-    merge_dev_ = dev;
-    merge_host_ = host;
-    merge_bytes_ = bytes;
+    device_free(root_device_, fold_dev_);
+    pinned_free(fold_host_);
+    fold_dev_ = dev;
+    fold_host_ = host;
+    fold_bytes_ = bytes;
   }
-  void* merge_device_buffer() const noexcept { return merge_dev_; }
-  void* merge_host_buffer() const noexcept { return merge_host_; }
+  void* fold_device_buffer() const noexcept { return fold_dev_; }
+  void* fold_host_buffer() const noexcept { return fold_host_; }
 
   /// `n` words of pinned, mapped host memory that a call's device work fills and its host then
   /// reads after waiting (the data-dependent sizes of compaction and of the exchange). Grown on
@@ -194,17 +194,17 @@ class set_state {
     return staging_;
   }
 
-  /// Event recorded on the root stream once the root has consumed the merge workspace; every
+  /// Event recorded on the root stream once the root has consumed the fold workspace; every
   /// place that writes the workspace waits on it first, so a call never overwrites partials
   /// that an earlier, still queued call has yet to read.
-  cudaEvent_t merge_done_event() {
-    if (merge_done_ == nullptr) {
+  cudaEvent_t fold_done_event() {
+    if (fold_done_ == nullptr) {
       device_guard g(root_device_);
-      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&merge_done_, cudaEventDisableTiming));
+      STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&fold_done_, cudaEventDisableTiming));
     }
-    return merge_done_;
+    return fold_done_;
   }
-  bool merge_used = false;
+  bool fold_used = false;
 
   /// A free result slot (pinned host memory plus an event on the root device).
   result_slot acquire_slot() {
@@ -225,14 +225,14 @@ class set_state {
  private:
   void grow_slots() {
     constexpr std::size_t per_chunk = 32;
-    void* chunk = pinned_allocate(per_chunk * max_merge_value_bytes);
+    void* chunk = pinned_allocate(per_chunk * max_fold_value_bytes);
     slot_chunks_.push_back(chunk);
     device_guard g(root_device_);
     for (std::size_t i = 0; i < per_chunk; ++i) {
       cudaEvent_t e = nullptr;
       STRATA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       root_events_.push_back(e);
-      free_slots_.push_back({static_cast<char*>(chunk) + i * max_merge_value_bytes, e});
+      free_slots_.push_back({static_cast<char*>(chunk) + i * max_fold_value_bytes, e});
     }
   }
 
@@ -240,13 +240,13 @@ class set_state {
   void* rank_dev_ = nullptr;
   std::size_t rank_bytes_ = 0;
   int* missing_ = nullptr;
-  void* merge_dev_ = nullptr;
-  void* merge_host_ = nullptr;
-  std::size_t merge_bytes_ = 0;
+  void* fold_dev_ = nullptr;
+  void* fold_host_ = nullptr;
+  std::size_t fold_bytes_ = 0;
   staging_ring staging_;
   std::uint64_t* host_words_ = nullptr;
   std::size_t host_words_n_ = 0;
-  cudaEvent_t merge_done_ = nullptr;
+  cudaEvent_t fold_done_ = nullptr;
   std::mutex slot_mutex_;
   std::vector<void*> slot_chunks_;
   std::vector<cudaEvent_t> root_events_;

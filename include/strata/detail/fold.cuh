@@ -1,0 +1,142 @@
+// The fold: what every algorithm that combines per-segment partials calls. reduce_to_future
+// (one partial per segment, folded on the root in segment order into a value the caller's future
+// holds; replayed from a CUDA graph when repeated) and scan_segments (reduce-then-scan: totals
+// folded into per-segment offsets on the device). On a set spanning processes both cross ranks
+// (rank_fold.cuh). docs/design.md, "Adding an algorithm", says how an algorithm uses them.
+#pragma once
+
+#include <strata/detail/device_guard.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/fold_slots.cuh>
+#include <strata/detail/graph_cache.cuh>
+#include <strata/detail/graph_replay.cuh>
+#include <strata/detail/rank_fold.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/error.hpp>
+#include <strata/future.cuh>
+#include <strata/partition.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <typeinfo>
+
+namespace strata::detail {
+
+/// A value-returning algorithm over one partition: gather one partial of type P per non-empty
+/// segment, fold them on the root into an R written to a pinned result slot, and return a
+/// future for it. An empty partition does no device work and returns `empty_value`, ready.
+///
+/// `partial(i, place, out)` enqueues segment i's partial; `partial.append_key(key)` describes
+/// what its kernels bake in (returning false keeps the call out of the graph cache). Repeated
+/// identical calls are replayed from a CUDA graph (see graph_cache.cuh).
+template <class R, class P, class Partial, class Fold>
+future<R> reduce_to_future(const char* name, const device_set& set, const partition& part, Partial&& partial,
+                           const Fold& fold, const R& empty_value) {
+  static_assert(sizeof(R) <= max_fold_value_bytes, "Strata returns values of at most 256 bytes");
+  call_scope scope(set.state(), name);
+  if (part.size() == 0) return future<R>(empty_value);
+  set_state& s = scope.state();
+
+  graph_cache::entry* cached = nullptr;
+  if (s.use_graphs && s.link == nullptr) {  // (a collective is not replayed from one rank's graph)
+    call_key key;
+    key.add_type(typeid(Fold));
+    bool keyable = partial.append_key(key);
+    for (std::size_t i = 0; i < part.places(); ++i) {  // host state only: no device switch
+      if (part.count(i) == 0) continue;
+      key.add(s.places[i]->temp_storage_pointer());
+      key.add(s.places[i]->temp_storage_bytes());
+    }
+    if (keyable) cached = &s.graphs.lookup(key.bytes());
+  }
+  if (cached != nullptr && !cached->graph && !cached->failed && ++cached->seen >= 2) {
+    cached->graph = capture_fold<P, R>(s, part, partial, fold);
+    if (!cached->graph) cached->failed = true;
+  }
+
+  result_slot slot = s.acquire_slot();
+  try {
+    if (s.link != nullptr) {
+      // Across ranks: the same fold on every rank, over every rank's partials in global segment
+      // order, so every rank gets the same value and order-sensitive folds stay exact.
+      fold_across_ranks(s, gather<P>(s, part, partial), 0, [&](const rank_slots<P>& rs, char* buffer) {
+        return fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), static_cast<R*>(slot.host), fold};
+      });
+    } else if (cached != nullptr && cached->graph) {
+      replay_fold<P>(s, part, *cached->graph, slot_table_of<P>(s, part), static_cast<R*>(slot.host), fold);
+    } else {
+      const slot_table<P> t = gather<P>(s, part, partial);
+      run_on_root(s, fold_task<P, R, Fold>{t, static_cast<R*>(slot.host), fold});
+    }
+    device_guard g(s.root_device());
+    STRATA_CUDA_CHECK(cudaEventRecord(slot.done, s.root().stream()));
+  } catch (...) {
+    s.release_slot(slot);
+    throw;
+  }
+  return future<R>(set.shared_state(), slot);
+}
+
+/// Root task of a scan: `fold(totals, offsets)` writes offsets.ptr[j] for every j.
+template <class P, class Fold>
+struct offsets_task {
+  slot_table<P> totals;
+  slot_table<P> offsets;
+  Fold fold;
+  __device__ void operator()() const { fold(totals, offsets); }
+};
+
+/// A reduce-then-scan over one partition. `total(i, place, out)` writes each segment's total
+/// (gathered on the root), `fold(totals, offsets)` computes on the root the offset of the j-th
+/// non-empty segment into offsets.ptr[j] for j >= 1 (a slot the place reaches), and
+/// `scan(i, place, offset_ptr)` runs once its place has waited for the offsets. The first
+/// non-empty segment has no predecessor: its `offset_ptr` is null (and a lone segment runs
+/// alone, without totals: a plain CUB scan).
+/// No offset depends on the last segment's total, so it is not computed (that place reads its
+/// segment once instead of twice) and `fold` must not read totals.ptr[totals.size - 1].
+template <class P, class Total, class Fold, class Scan>
+void scan_segments(set_state& s, const partition& part, Total&& total, const Fold& fold, Scan&& scan) {
+  std::size_t nonempty = 0, last = 0;
+  for (std::size_t i = 0; i < part.places(); ++i)
+    if (part.count(i) > 0) {
+      ++nonempty;
+      last = i;
+    }
+  if (nonempty == 0) return;
+  if (nonempty == 1) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, static_cast<const P*>(nullptr)); });
+    return;
+  }
+  // The last place still joins the gather with nothing to compute: the root's wait on it orders
+  // the fold's write of its offset slot after that place's previous scan read it.
+  const slot_table<P> local = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
+    if (i != last) total(i, p, out);
+  });
+  slot_table<P> totals = local;
+  slot_table<P> offsets;
+  if (s.link == nullptr) {
+    offsets = totals;
+    for (int j = 0; j < totals.size; ++j) offsets.ptr[j] = fold_slot<P>(s, static_cast<std::size_t>(totals.place[j]), 1);
+    run_on_root(s, offsets_task<P, Fold>{totals, offsets, fold});
+  } else {
+    // Across ranks: every rank's totals all-gathered, the offsets of every segment folded on
+    // every rank in global segment order (each rank keeps those of its own places).
+    fold_across_ranks(s, local, max_places * rank_slots<P>(s).stride, [&](const rank_slots<P>& rs, char* buffer) {
+      totals = global_table(s, part, rs, buffer, 0);
+      offsets = global_table(s, part, rs, buffer, 1);
+      return offsets_task<P, Fold>{totals, offsets, fold};
+    });
+  }
+  const cudaEvent_t ready = s.fold_done_event();
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+    int j = 0;
+    while (static_cast<std::size_t>(offsets.place[j]) != i) ++j;
+    if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
+    scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
+  });
+}
+
+
+}  // namespace strata::detail
