@@ -6,6 +6,8 @@
 // what the operation must move (reduce: N reads, transform: reads + writes, scan: 2N).
 // Names: <impl>/<case>/<log2 n>[/<places>]; scripts/bench_ratios.py pairs each Strata case
 // with the CUB case of the same size and prints the throughput ratio.
+// The sorts record their phases (detail/sort/profile.cuh) for the breakdown counters.
+#define STRATA_SORT_PROFILE
 #include <strata/strata.cuh>
 
 #include <benchmark/benchmark.h>

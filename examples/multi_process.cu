@@ -34,12 +34,8 @@ int main(int argc, char** argv) {
 
     const float sum = strata::reduce(x);                           // the same on every rank
     strata::inclusive_scan(x, y, cuda::std::plus<float>{});        // global prefix sums
-    std::uint64_t first = 0, end = 0;  // this rank's elements
-    for (std::size_t i = 0; i < set.size(); ++i)
-      if (set.is_local(i)) {
-        if (end == 0) first = y.partition().offset(i);
-        end = y.partition().offset(i) + y.partition().count(i);
-      }
+    const strata::index_range mine = y.span().local_range();  // this rank's elements
+    const std::uint64_t first = mine.offset, end = mine.offset + mine.count;
     const float last = end > first ? y.get(end - 1) : 0.0f;
 
     std::printf("rank %d of %d on GPU %d: elements [%llu, %llu), sum = %.0f, last prefix here = %.0f\n", group.rank(),

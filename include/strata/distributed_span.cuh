@@ -30,6 +30,12 @@ struct segment {
   std::uint64_t offset; ///< global index of the first element
 };
 
+/// A contiguous run of global indices: [offset, offset + count).
+struct index_range {
+  std::uint64_t offset;  ///< global index of the first element
+  std::uint64_t count;   ///< number of elements
+};
+
 /// A segment the user owns, for building a distributed_span over their own buffers.
 template <class T>
 struct user_segment {
@@ -146,6 +152,26 @@ class distributed_span {
       throw std::out_of_range("strata::distributed_span::last: " + std::to_string(count) + " elements requested of " +
                               std::to_string(size()));
     return subspan(size() - count, count);
+  }
+
+  /// The global indices of this process's elements: on a device_set spanning processes, those of
+  /// this rank's places (contiguous, since a rank's places are consecutive in the set; with none,
+  /// an empty range at the end); on any other set, the whole range. "My rank's share" of a range
+  /// over a spanning set is `r.subspan(r.local_range().offset, r.local_range().count)`: a span of
+  /// the same set for this rank's own work (element-wise algorithms, get/set, for_each_segment).
+  /// Collectives (reductions, scans, moves, copy_to_host) need the same layout on every rank, so
+  /// they take the whole range, not the shares.
+  index_range local_range() const {
+    const std::size_t k = data_.size();
+    std::uint64_t first = 0, end = 0;
+    bool seen = false;
+    for (std::size_t i = 0; i < k; ++i) {
+      if (!places().is_local(i)) continue;
+      if (!seen) first = end = partition_.offset(i);
+      seen = true;
+      end = partition_.offset(i) + partition_.count(i);
+    }
+    return seen ? index_range{first, end - first} : index_range{size(), 0};
   }
 
   /// All segments, in place order (empty ones included).

@@ -1,8 +1,6 @@
-// The algorithms over the ranks of an NCCL process group, on the GPU. One process can hold one
-// rank per GPU (NCCL 2.28, the toolkit's and the H200 image's, refuses two ranks on one GPU), so
-// here the group has one rank over a device_set of several places on GPU 0: every cross-rank step
-// runs for real (the all-gather, the fold kernel in rank order, the seeded and shifted scans) with
-// one contribution. Several ranks: tests/gpu/test_nccl_ranks.cu (under mpirun).
+// The process group itself on the GPU, in one process: a wait that never hangs, and several ranks
+// on threads of one process (create_all) driving sets that span them. The algorithms over sets
+// spanning MPI ranks are tested in tests/gpu/ranks/ (under mpirun).
 #include <strata/nccl.cuh>
 #include <strata/strata.cuh>
 
@@ -23,153 +21,12 @@ using namespace strata_test;
 
 namespace {
 
-strata::process_group one_rank_group() {
-  static const strata::process_group g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
-  return g;
-}
-
-
-struct odd {
-  __host__ __device__ bool operator()(std::int64_t x) const { return (x & 1) != 0; }
-};
-struct square {
-  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x * x; }
-};
-
 __global__ void spin_until(const volatile int* flag) {
   while (*flag == 0) {
   }
 }
 
 }  // namespace
-
-TEST(Nccl, LayoutOfOneRankIsItsOwnSet) {
-  const auto g = one_rank_group();
-  const auto set = private_set(3);
-  const auto l = strata::make_rank_layout(g, 1000003, set);
-  EXPECT_EQ(l.ranks(), 1);
-  EXPECT_EQ(l.offset(), 0u);
-  EXPECT_EQ(l.local_size(), 1000003u);
-  EXPECT_EQ(l.local_sizes(), strata::partition::even(1000003, 3).counts());
-}
-
-// f(set, n, seed) over 1 and 3 places and every test size, with a fresh seed each.
-template <class F>
-void over_layouts(F f) {
-  for (std::size_t k : {1, 3}) {
-    const auto set = private_set(k);
-    for (std::uint64_t n : sizes()) {
-      const std::uint64_t seed = fresh_seed();
-      SCOPED_TRACE("places=" + std::to_string(k) + " n=" + std::to_string(n) + " seed=" + std::to_string(seed));
-      f(set, n, seed);
-    }
-  }
-}
-
-TEST(Nccl, ReduceAndCountAcrossRanksMatchTheHost) {
-  const auto g = one_rank_group();
-  over_layouts([&](const strata::device_set& set, std::uint64_t n, std::uint64_t seed) {
-    const auto h = random_vector<std::int64_t>(n, seed);
-    const auto l = strata::make_rank_layout(g, n, set);
-    strata::distributed_vector<std::int64_t> x(h, set, l.local_policy());
-    std::int64_t sum = 0, sq = 0;
-    std::uint64_t odds = 0;
-    for (auto v : h) {
-      sum += v;
-      sq += v * v;
-      odds += (v & 1) != 0;
-    }
-    EXPECT_EQ(strata::reduce(g, x), sum);
-    EXPECT_EQ(strata::reduce(g, x, std::int64_t{5}), sum + 5);
-    EXPECT_EQ(strata::transform_reduce(g, x, std::int64_t{0}, cuda::std::plus<std::int64_t>{}, square{}), sq);
-    EXPECT_EQ(strata::count_if(g, x, odd{}), odds);
-    EXPECT_EQ(strata::count(g, x, std::int64_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
-
-    // Extrema: the first smallest and the first largest, with global indices (size() if empty).
-    const auto lo = strata::min_element(g, x), hi = strata::max_element(g, x);
-    const auto want_lo = std::min_element(h.begin(), h.end()), want_hi = std::max_element(h.begin(), h.end());
-    EXPECT_EQ(lo.index, static_cast<std::uint64_t>(want_lo - h.begin()));
-    EXPECT_EQ(hi.index, static_cast<std::uint64_t>(want_hi - h.begin()));
-    if (n > 0) {
-      EXPECT_EQ(lo.value, *want_lo);
-      EXPECT_EQ(hi.value, *want_hi);
-    }
-
-    // Quantifiers and equal.
-    EXPECT_EQ(strata::all_of(g, x, odd{}), odds == n);
-    EXPECT_EQ(strata::any_of(g, x, odd{}), odds > 0);
-    EXPECT_EQ(strata::none_of(g, x, odd{}), odds == 0);
-    strata::distributed_vector<std::int64_t> x2(h, set, l.local_policy());
-    EXPECT_TRUE(strata::equal(g, x, x2));
-    if (n > 0) {
-      x2.set(n - 1, h[n - 1] + 1);
-      EXPECT_FALSE(strata::equal(g, x, x2));
-    }
-  });
-}
-
-TEST(Nccl, ScansAcrossRanksKeepTheOrder) {
-  const auto g = one_rank_group();
-  over_layouts([&](const strata::device_set& set, std::uint64_t n, std::uint64_t seed) {
-    std::mt19937_64 gen(seed);
-    std::vector<mat2> h(n);
-    for (auto& m : h) m = {static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen()),
-                           static_cast<std::uint32_t>(gen()), static_cast<std::uint32_t>(gen())};
-    const mat2 init{3, 1, 4, 1};
-    std::vector<mat2> inc(n), inc_init(n), exc(n);
-    mat2 acc{1, 0, 0, 1}, acc_init = init;
-    for (std::uint64_t i = 0; i < n; ++i) {
-      exc[i] = acc_init;
-      acc = i == 0 ? h[0] : mat2_mul{}(acc, h[i]);
-      acc_init = mat2_mul{}(acc_init, h[i]);
-      inc[i] = acc;
-      inc_init[i] = acc_init;
-    }
-    const auto l = strata::make_rank_layout(g, n, set);
-    strata::distributed_vector<mat2> x(h, set, l.local_policy());
-    strata::distributed_vector<mat2> y(n, mat2{7, 7, 7, 7}, set, l.local_policy());  // poisoned
-    strata::inclusive_scan(g, x, y, mat2_mul{});
-    EXPECT_TRUE(y.to_std_vector() == inc) << "inclusive";
-    strata::fill(y, mat2{7, 7, 7, 7});
-    strata::inclusive_scan(g, x, y, mat2_mul{}, init);
-    EXPECT_TRUE(y.to_std_vector() == inc_init) << "inclusive with init";
-    strata::fill(y, mat2{7, 7, 7, 7});
-    strata::exclusive_scan(g, x, y, init, mat2_mul{});
-    EXPECT_TRUE(y.to_std_vector() == exc) << "exclusive";
-    strata::exclusive_scan(g, x, x, init, mat2_mul{});  // in place: the local total needs a scratch share
-    EXPECT_TRUE(x.to_std_vector() == exc) << "exclusive in place";
-
-    // A commutative operator takes the reduce-then-seeded-scan path.
-    const auto hi = random_vector<std::int64_t>(n, seed + 1);
-    strata::distributed_vector<std::int64_t> xi(hi, set, l.local_policy()), yi(n, std::int64_t{-7}, set, l.local_policy());
-    strata::inclusive_scan(g, xi, yi, cuda::std::plus<std::int64_t>{}, std::int64_t{11});
-    std::vector<std::int64_t> want(n);
-    std::int64_t s = 11;
-    for (std::uint64_t i = 0; i < n; ++i) want[i] = s += hi[i];
-    EXPECT_EQ(yi.to_std_vector(), want);
-  });
-}
-
-// A move between layouts with one rank: every piece stays (device copies on the group's stream).
-TEST(Nccl, CopyBetweenRankLayoutsKeepsTheOrder) {
-  const auto g = one_rank_group();
-  const auto set = private_set(3);
-  for (std::uint64_t n : sizes()) {
-    const std::uint64_t seed = fresh_seed();
-    SCOPED_TRACE("n=" + std::to_string(n) + " seed=" + std::to_string(seed));
-    const auto h = random_vector<std::int64_t>(n, seed);
-    const strata::rank_layout from(n, {3}, strata::partition_policy::even(), 0);
-    const strata::rank_layout to(n, {3}, strata::partition_policy::weighted({0, 1, 3}), 0);
-    strata::distributed_vector<std::int64_t> a(h, set, from.local_policy());
-    strata::distributed_vector<std::int64_t> b(n, std::int64_t{-99}, set, to.local_policy());  // poisoned
-    strata::copy(g, a.span(), from, b.span(), to);
-    EXPECT_EQ(b.to_std_vector(), h);
-  }
-  // Shares of the wrong size are refused before any device work.
-  const strata::rank_layout l(10, {3}, strata::partition_policy::even(), 0);
-  strata::distributed_vector<std::int64_t> a(9, std::int64_t{0}, set), b(10, std::int64_t{0}, set);
-  EXPECT_THROW(strata::copy(g, a.span(), l, b.span(), l), std::invalid_argument);
-}
 
 // A wait on work that does not end in time (a peer that never comes; here a kernel spinning on a
 // host flag) gives up after the timeout, aborts the communicator and throws strata::nccl_error;

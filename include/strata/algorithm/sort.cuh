@@ -2,439 +2,40 @@
 // segment with CUB; an exact splitter search finds, for every place's share of the output, the
 // piece of every sorted segment that belongs there; one exchange moves each key once; every place
 // merges the sorted runs it received with CUB. The layout does not change. docs/design.md says
-// why this algorithm and what it costs.
+// why this algorithm and what it costs. Its phases live in detail/sort/: the order
+// (order.cuh), the buffers and the reservation (buffers.cuh), the splitter search
+// (splitters.cuh), the merges of runs (merge_runs.cuh) and the benchmarks' profile (profile.cuh);
+// this header runs them in turn (sort_impl) and holds the public calls.
 #pragma once
 
-#include <strata/algorithm/copy.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/exchange.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/detail/rank_collectives.cuh>
+#include <strata/detail/sort/buffers.cuh>
+#include <strata/detail/sort/merge_runs.cuh>
+#include <strata/detail/sort/order.cuh>
+#include <strata/detail/sort/profile.cuh>
+#include <strata/detail/sort/splitters.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/tags.cuh>
 
-#include <cub/device/device_merge.cuh>
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/util_type.cuh>
 
 #include <cuda/std/functional>
 
-#include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <exception>
-#include <functional>
-#include <stdexcept>
-#include <string>
-#include <utility>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace strata {
 
 namespace detail {
-
-// ---- the order ------------------------------------------------------------------------
-
-// 1: a "less" function object, 2: a "greater" one, 0: anything else.
-template <class C>
-struct comparator_kind : std::integral_constant<int, 0> {};
-template <class T>
-struct comparator_kind<::cuda::std::less<T>> : std::integral_constant<int, 1> {};
-template <class T>
-struct comparator_kind<std::less<T>> : std::integral_constant<int, 1> {};
-template <class T>
-struct comparator_kind<::cuda::std::greater<T>> : std::integral_constant<int, 2> {};
-template <class T>
-struct comparator_kind<std::greater<T>> : std::integral_constant<int, 2> {};
-
-/// Arithmetic keys ordered by less or greater take the radix path (cub::DeviceRadixSort);
-/// everything else the comparison path (cub::DeviceMergeSort).
-template <class K, class Comp>
-inline constexpr bool radix_path_v =
-    std::is_arithmetic_v<K> && !std::is_same_v<K, bool> && comparator_kind<std::decay_t<Comp>>::value != 0;
-
-template <std::size_t N>
-struct unsigned_of;
-template <>
-struct unsigned_of<1> {
-  using type = std::uint8_t;
-};
-template <>
-struct unsigned_of<2> {
-  using type = std::uint16_t;
-};
-template <>
-struct unsigned_of<4> {
-  using type = std::uint32_t;
-};
-template <>
-struct unsigned_of<8> {
-  using type = std::uint64_t;
-};
-
-/// CUB's radix order as a comparison: keys as order-preserving unsigned bits (sign bit flipped
-/// for signed integers; for floats, all bits flipped when negative, the sign bit otherwise), with
-/// -0.0 taken as +0.0 (CUB sorts them as equal), so NaNs sort by their bits: negative ones before
-/// -inf, positive ones after +inf. Descending reverses the order of the bits, as CUB does.
-template <class K, bool Descending>
-struct radix_order {
-  using bits_t = typename unsigned_of<sizeof(K)>::type;
-  __host__ __device__ static bits_t bits(const K& k) {
-    bits_t u;
-    ::memcpy(&u, &k, sizeof(K));
-    constexpr bits_t high = static_cast<bits_t>(bits_t{1} << (8 * sizeof(K) - 1));
-    if constexpr (std::is_floating_point_v<K>) {
-      if (u == high) u = 0;
-      return (u & high) ? static_cast<bits_t>(~u) : static_cast<bits_t>(u | high);
-    } else if constexpr (std::is_signed_v<K>) {
-      return static_cast<bits_t>(u ^ high);
-    } else {
-      return u;
-    }
-  }
-  __host__ __device__ bool operator()(const K& a, const K& b) const {
-    return Descending ? bits(b) < bits(a) : bits(a) < bits(b);
-  }
-};
-
-/// The strict weak order the splitter search and the merges use: CUB's radix order on the radix
-/// path, the user's comparator otherwise.
-template <class K, class Comp>
-auto sort_order(const Comp& comp) {
-  if constexpr (radix_path_v<K, Comp>)
-    return radix_order<K, comparator_kind<std::decay_t<Comp>>::value == 2>{};
-  else
-    return comp;
-}
-
-// ---- per-place buffers ----------------------------------------------------------------
-
-/// Where one place's keys (and values) are during a sort: the user's segment and a scratch
-/// buffer of the same size; `cur` says which holds the data now (0: the user's).
-struct no_values {};
-
-template <class K, class V>
-struct sort_buffers {
-  K* keys[2] = {nullptr, nullptr};
-  V* values[2] = {nullptr, nullptr};
-  std::uint64_t count = 0;
-  int cur = 0;
-
-  /// Copies elements [offset, offset + n) (keys, and values if any) from buffer `from` to the
-  /// other one, on `stream`.
-  void copy_across(int from, std::uint64_t offset, std::uint64_t n, cudaStream_t stream) const {
-    const int to = 1 - from;
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(keys[to] + offset, keys[from] + offset, n * sizeof(K), cudaMemcpyDeviceToDevice,
-                                      stream));
-    if constexpr (!std::is_same_v<V, no_values>)
-      STRATA_CUDA_CHECK(cudaMemcpyAsync(values[to] + offset, values[from] + offset, n * sizeof(V),
-                                        cudaMemcpyDeviceToDevice, stream));
-  }
-};
-
-/// Phase timings and memory of the last sort on this thread, for the benchmarks' breakdown: the
-/// local sorts, the splitter search, and the exchange plus merges (host wall time; each phase
-/// ends with a wait), and the most extra device bytes one place needed (scratch + CUB temp; the
-/// place's caches may hold more, left from larger calls).
-struct sort_profile {
-  double local_s = 0, splitters_s = 0, exchange_merge_s = 0;
-  int rounds = 0;
-  std::uint64_t peak_extra_bytes = 0;
-};
-inline sort_profile& last_sort_profile() {
-  thread_local sort_profile p;
-  return p;
-}
-
-// ---- kernels of the splitter search ---------------------------------------------------
-
-template <class K>
-__global__ void gather_pivots_kernel(const K* sorted, const std::uint64_t* positions, K* out, std::uint64_t n) {
-  const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-  if (t < n) out[t] = sorted[positions[t]];
-}
-
-/// For every pivot (key, owning place, position there), how many elements of this place's sorted
-/// segment precede it in the order (key, place, position): those before its key, plus those equal
-/// to it when this place comes first; on the pivot's own place, its position.
-template <class K, class Ord>
-__global__ void rank_pivots_kernel(const K* sorted, std::uint64_t count, std::size_t place, const K* keys,
-                                   const std::uint64_t* owner, const std::uint64_t* position, std::uint64_t* out,
-                                   std::uint64_t n, Ord ord) {
-  const std::uint64_t t = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x;
-  if (t >= n) return;
-  if (owner[t] == place) {
-    out[t] = position[t];
-    return;
-  }
-  const K v = keys[t];
-  const bool upper = place < owner[t];  // equal keys of an earlier place precede the pivot
-  std::uint64_t lo = 0, hi = count;
-  while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    const bool before = upper ? !ord(v, sorted[mid]) : ord(sorted[mid], v);
-    if (before)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  out[t] = lo;
-}
-
-inline unsigned blocks_for(std::uint64_t n) { return static_cast<unsigned>((n + 255) / 256); }
-
-/// Pivots one open splitter window proposes per round (at most).
-inline constexpr std::uint64_t pivots_per_window = 127;
-
-/// The splitter search's windows: for every boundary b = 0..k and place i, the split s_i(b) lies
-/// in [lo[b][i], hi[b][i]]. Windows only narrow, so the first round proposes the most pivots.
-struct splitter_windows {
-  std::vector<std::vector<std::uint64_t>> lo, hi;
-  explicit splitter_windows(const partition& part) {
-    const std::size_t k = part.places();
-    lo.assign(k + 1, std::vector<std::uint64_t>(k, 0));
-    hi = lo;
-    for (std::size_t i = 0; i < k; ++i) {
-      lo[k][i] = hi[k][i] = part.count(i);
-      for (std::size_t b = 1; b < k; ++b) hi[b][i] = part.count(i);
-    }
-    for (std::size_t b = 1; b < k; ++b)  // a boundary at 0 or at the end splits nothing
-      if (part.offset(b) == 0 || part.offset(b) == part.size()) lo[b] = hi[b] = (part.offset(b) == 0 ? lo[0] : lo[k]);
-  }
-  /// Pivots window (b, i) proposes this round.
-  std::uint64_t proposes(std::size_t b, std::size_t i) const {
-    const std::uint64_t w = hi[b][i] - lo[b][i];
-    return w < pivots_per_window ? w : pivots_per_window;
-  }
-  /// Pivots of this round over all windows.
-  std::uint64_t pivots() const {
-    std::uint64_t n = 0;
-    for (std::size_t b = 1; b + 1 < lo.size(); ++b)
-      for (std::size_t i = 0; i < lo[b].size(); ++i) n += proposes(b, i);
-    return n;
-  }
-};
-
-/// Pinned host words one round of the splitter search takes for `n` pivots over `k` places:
-/// positions, owners, the counts (k per pivot), then the pivots' keys.
-template <class K>
-std::size_t splitter_host_words(std::uint64_t n, std::size_t k) {
-  return 3 * n + k * n + (n * sizeof(K) + 7) / 8;
-}
-
-/// Device bytes of the set's rank buffer the search's two all-gathers per round take on a set
-/// spanning processes, for at most `n` pivots: the pivots' keys, then every rank's counts.
-template <class K>
-std::size_t splitter_rank_bytes(const set_state& s, std::uint64_t n) {
-  return rank_gather::bytes(s.ranks.ranks(), n * sizeof(K)) + rank_gather::bytes(s.ranks.ranks(), s.ranks.most() * n * 8);
-}
-
-/// The exact splitters: for every output boundary R (the first global index of a place's share),
-/// the position s_i(R) in every sorted segment such that the s_i(R) first elements of all
-/// segments are exactly the R smallest in the order (key, place, position) — equal keys split by
-/// place and position, so any number of duplicates divides exactly and the result is stable.
-/// Host-driven rounds: every open window [lo_i, hi_i) of a boundary proposes up to
-/// `pivots_per_window` evenly spaced elements; every place counts, by binary search in its sorted
-/// segment, how many of its elements precede each pivot; the ranks (sums of the counts) narrow
-/// every window by that factor. Two waits per round; about log_128(segment size) rounds. On a set
-/// spanning processes every rank runs the same rounds (the windows follow from the counts, which
-/// every rank then holds): the pivots' keys and the counts each cross ranks in one all-gather
-/// (all_gather_regions), and the host waits once per round, for the root.
-/// The host words and the rank buffer must hold what the first round takes (splitter_host_words,
-/// splitter_rank_bytes): sort_impl reserves them before any element moves.
-/// Returns splits[b][i] for the boundaries b = 0..k (boundary 0 is 0, boundary k is the end).
-template <class K, class V, class Ord>
-std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const partition& part,
-                                                       const std::vector<sort_buffers<K, V>>& buf, const Ord& ord,
-                                                       int& rounds) {
-  const std::size_t k = part.places();
-  splitter_windows win(part);
-  auto& lo = win.lo;
-  auto& hi = win.hi;
-  const bool spans = s.link != nullptr;
-  const std::uint64_t n_first = win.pivots();
-  struct pivot {
-    std::size_t boundary, place;
-    std::uint64_t position;
-  };
-  for (rounds = 0;; ++rounds) {
-    std::vector<pivot> pivots;
-    for (std::size_t b = 1; b < k; ++b)
-      for (std::size_t i = 0; i < k; ++i) {
-        const std::uint64_t w = hi[b][i] - lo[b][i], m = win.proposes(b, i);
-        for (std::uint64_t q = 0; q < m; ++q) pivots.push_back({b, i, lo[b][i] + (w * q) / m});
-      }
-    if (pivots.empty()) break;
-    const std::uint64_t n = pivots.size();
-    std::uint64_t* words = s.host_words(splitter_host_words<K>(n, k));
-    std::uint64_t *position = words, *owner = words + n, *counts = words + 2 * n;
-    K* keys = reinterpret_cast<K*>(words + 2 * n + k * n);
-    // Each place gathers the keys of its own pivots: its pivots are a contiguous run per place?
-    // Not necessarily; gather per place from the positions of its pivots, placed in a per-place
-    // order, then scattered back on the host.
-    std::vector<std::vector<std::uint64_t>> mine(k);
-    for (std::uint64_t t = 0; t < n; ++t) mine[pivots[t].place].push_back(t);
-    std::uint64_t at = 0;
-    std::vector<std::uint64_t> first(k, 0);
-    for (std::size_t i = 0; i < k; ++i) {
-      first[i] = at;
-      for (std::uint64_t t : mine[i]) {
-        position[at] = pivots[t].position;
-        owner[at] = i;
-        ++at;
-      }
-    }
-    // Each place gathers its own pivots' keys (on a set spanning processes, this rank's places).
-    std::vector<std::size_t> writers;
-    for (std::size_t i = 0; i < k; ++i) {
-      if (mine[i].empty() || !s.local(i)) continue;
-      at_place(s, i, [&](place_state& p) {
-        const std::uint64_t m = mine[i].size();
-        gather_pivots_kernel<<<blocks_for(m), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], position + first[i],
-                                                                     keys + first[i], m);
-        STRATA_CUDA_CHECK(cudaGetLastError());
-        STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
-      });
-      writers.push_back(i);
-    }
-    // Rank r's places own the pivots [first[first place of r], first[first place of r + 1]):
-    // the byte regions of every rank's keys, then of its counts (rows of its places).
-    const auto region = [&](std::size_t unit, bool by_pivot) {
-      std::vector<std::size_t> at;
-      for (int r = 0; r <= s.ranks.ranks(); ++r) {
-        const std::size_t g = s.ranks.first(r);
-        at.push_back(by_pivot ? (g < k ? first[g] : n) * unit : g * n * unit);
-      }
-      return at;
-    };
-    char* rank_keys = spans ? s.rank_buffer(splitter_rank_bytes<K>(s, n_first)) : nullptr;
-    char* rank_counts = spans ? rank_keys + rank_gather::bytes(s.ranks.ranks(), n_first * sizeof(K)) : nullptr;
-    if (spans) {
-      all_gather_regions(s, reinterpret_cast<char*>(keys), region(sizeof(K), true), rank_keys, writers);
-      for (std::size_t i = 0; i < k; ++i)  // every local counter reads all ranks' keys
-        if (part.count(i) > 0 && s.local(i) && i != s.root_index)
-          at_place(s, i, [&](place_state& p) { STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.root().event(), 0)); });
-    } else {
-      wait_segments(s, part);
-    }
-    writers.clear();
-    for (std::size_t i = 0; i < k; ++i) {
-      if (part.count(i) == 0) {
-        for (std::uint64_t t = 0; t < n; ++t) counts[i * n + t] = 0;
-        continue;
-      }
-      if (!s.local(i)) continue;
-      at_place(s, i, [&](place_state& p) {
-        rank_pivots_kernel<<<blocks_for(n), 256, 0, p.stream()>>>(buf[i].keys[buf[i].cur], part.count(i), i, keys,
-                                                                  owner, position, counts + i * n, n, ord);
-        STRATA_CUDA_CHECK(cudaGetLastError());
-        STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
-      });
-      writers.push_back(i);
-    }
-    if (spans) {
-      all_gather_regions(s, reinterpret_cast<char*>(counts), region(sizeof(std::uint64_t), false), rank_counts, writers);
-      wait_root(s, "strata::sort (the splitter search)");
-    } else {
-      wait_segments(s, part);
-    }
-    // Narrow the windows. Pivot number `at` (in per-place order) is pivots[mine[i][...]].
-    at = 0;
-    for (std::size_t i = 0; i < k; ++i)
-      for (std::uint64_t t : mine[i]) {
-        const pivot& pv = pivots[t];
-        std::uint64_t rank = 0;
-        for (std::size_t j = 0; j < k; ++j) rank += counts[j * n + at];
-        const std::uint64_t target = part.offset(pv.boundary);
-        auto& l = lo[pv.boundary];
-        auto& h = hi[pv.boundary];
-        for (std::size_t j = 0; j < k; ++j) {
-          const std::uint64_t c = counts[j * n + at];
-          if (rank < target) {
-            // The pivot itself precedes the boundary element: its place's split is past it.
-            const std::uint64_t low = c + (j == i ? 1 : 0);
-            if (low > l[j]) l[j] = low;
-          } else if (rank == target) {
-            l[j] = h[j] = c;
-          } else if (c < h[j]) {
-            h[j] = c;
-          }
-        }
-        ++at;
-      }
-    for (std::size_t b = 1; b < k; ++b)
-      for (std::size_t i = 0; i < k; ++i)
-        if (lo[b][i] > hi[b][i]) throw std::logic_error("strata::sort: inconsistent splitter windows");
-  }
-  for (std::size_t b = 1; b < k; ++b) {
-    std::uint64_t total = 0;
-    for (std::size_t i = 0; i < k; ++i) total += lo[b][i];
-    if (total != part.offset(b))
-      throw std::logic_error("strata::sort: the splitters select " + std::to_string(total) + " elements for boundary " +
-                             std::to_string(part.offset(b)) + " (is the comparator a strict weak order?)");
-  }
-  return lo;
-}
-
-// ---- the sort ---------------------------------------------------------------------------
-
-/// Pre-grows a place's cached CUB temp storage to what every CUB call of the sort may ask for, so
-/// that an allocation failure happens before any element moves.
-template <class K, class V, class Ord, class LocalSort>
-std::size_t reserve_sort_temp(place_state& p, std::uint64_t count, const Ord& ord, const LocalSort& local_sort,
-                              sort_buffers<K, V>& b) {
-  std::size_t local = 0, merge = 0;
-  STRATA_CUDA_CHECK(local_sort(nullptr, local, b));
-  const auto n1 = static_cast<::cuda::std::int64_t>(count / 2), n2 = static_cast<::cuda::std::int64_t>(count - count / 2);
-  if constexpr (std::is_same_v<V, no_values>)
-    STRATA_CUDA_CHECK(cub::DeviceMerge::MergeKeys(nullptr, merge, b.keys[0], n1, b.keys[0], n2, b.keys[1], ord, p.stream()));
-  else
-    STRATA_CUDA_CHECK(cub::DeviceMerge::MergePairs(nullptr, merge, b.keys[0], b.values[0], n1, b.keys[0], b.values[0], n2,
-                                                   b.keys[1], b.values[1], ord, p.stream()));
-  (void)p.temp_storage(local > merge ? local : merge);
-  return local > merge ? local : merge;
-}
-
-/// Merges the sorted runs of one place (offsets `runs`, ascending, last = count) pairwise, left to
-/// right, ping-ponging between its two buffers, and leaves the result in the user's buffer.
-/// Adjacent runs only, the left one first on ties, so equal keys keep the order of the places
-/// they came from.
-template <class K, class V, class Ord>
-void merge_runs(place_state& p, sort_buffers<K, V>& b, std::vector<std::uint64_t> runs, const Ord& ord) {
-  while (runs.size() > 2) {
-    const int from = b.cur, to = 1 - b.cur;
-    std::vector<std::uint64_t> next{0};
-    for (std::size_t r = 0; r + 1 < runs.size(); r += 2) {
-      const std::uint64_t a0 = runs[r], a1 = runs[r + 1];
-      if (r + 2 >= runs.size()) {  // an odd run out: moved along as it is
-        b.copy_across(from, a0, a1 - a0, p.stream());
-        next.push_back(a1);
-        continue;
-      }
-      const std::uint64_t b1 = runs[r + 2];
-      const auto na = static_cast<::cuda::std::int64_t>(a1 - a0), nb = static_cast<::cuda::std::int64_t>(b1 - a1);
-      run_cub(p, [&](void* temp, std::size_t& bytes) {
-        if constexpr (std::is_same_v<V, no_values>)
-          return cub::DeviceMerge::MergeKeys(temp, bytes, b.keys[from] + a0, na, b.keys[from] + a1, nb, b.keys[to] + a0,
-                                             ord, p.stream());
-        else
-          return cub::DeviceMerge::MergePairs(temp, bytes, b.keys[from] + a0, b.values[from] + a0, na, b.keys[from] + a1,
-                                              b.values[from] + a1, nb, b.keys[to] + a0, b.values[to] + a0, ord,
-                                              p.stream());
-      });
-      next.push_back(b1);
-    }
-    runs = std::move(next);
-    b.cur = 1 - b.cur;
-  }
-  if (b.cur != 0) {
-    b.copy_across(1, 0, b.count, p.stream());
-    b.cur = 0;
-  }
-}
 
 template <class KS, class VS, class Comp>
 void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bool sync) {
@@ -442,10 +43,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   using V = std::conditional_t<std::is_same_v<VS, void>, no_values, typename std::conditional_t<std::is_same_v<VS, void>, KS, VS>::value_type>;
   constexpr bool has_values = !std::is_same_v<VS, void>;
   const auto ord = sort_order<K>(comp);
-  using clock = std::chrono::steady_clock;
-  sort_profile& prof = last_sort_profile();
-  prof = sort_profile{};
-  const auto t0 = clock::now();
+  sort_phases phases;
 
   call_scope scope(keys.places().state(), name);
   set_state& s = scope.state();
@@ -527,7 +125,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
         (void)p.temp_storage(bytes);
         need += bytes;
       }
-      if (need > prof.peak_extra_bytes) prof.peak_extra_bytes = need;
+      phases.needs(need);
     });
     // Then the splitter search's host words and, across ranks, its rank buffer: set-wide caches,
     // grown last so that a place that cannot reserve its memory leaves them as they were.
@@ -552,11 +150,12 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     return;
   }
   wait_segments(s, part);
-  const auto t1 = clock::now();
+  phases.local_done();
 
   // 2. Exact splitters.
-  const auto splits = find_splitters(s, part, buf, ord, prof.rounds);
-  const auto t2 = clock::now();
+  int rounds = 0;
+  const auto splits = find_splitters(s, part, buf, ord, rounds);
+  phases.splitters_done(rounds);
 
   // 3. One exchange: place j receives, from every place i in place order, the elements of i's
   // sorted segment between the splits of j's boundaries, into the buffer i's data is not in.
@@ -593,10 +192,7 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
     merge_runs(p, buf[i], runs[i], ord);
   });
   if (sync) wait_segments(s, part);
-  const auto t3 = clock::now();
-  prof.local_s = std::chrono::duration<double>(t1 - t0).count();
-  prof.splitters_s = std::chrono::duration<double>(t2 - t1).count();
-  prof.exchange_merge_s = std::chrono::duration<double>(t3 - t2).count();
+  phases.exchange_done();
 }
 
 template <class R, class Comp>

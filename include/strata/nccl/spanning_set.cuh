@@ -1,0 +1,43 @@
+// strata::spanning_set: one device_set over the places of every rank of a process group, which
+// every Strata algorithm takes as it takes a set of one process.
+#pragma once
+
+#include <strata/detail/rank_link.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/device_set.cuh>
+#include <strata/nccl/process_group.cuh>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+/// A device_set whose places span every rank of `g`: `places` places on this rank, all on
+/// g.device(), each with its own stream; globally the places of rank 0 come first, then those of
+/// rank 1, and so on. Containers and spans over it hold the global range (size() is global; each
+/// rank allocates and computes only its own places' segments), and the algorithms work unchanged
+/// for user code: element-wise ones (transform, fill, for_each, copy within a layout) run on each
+/// rank's places alone; the reduce family and the scans cross ranks through NCCL and give the same
+/// result on every rank; copy_to_host (and to_std_vector) gives every rank every element. See
+/// docs/api.md, "Beyond one process", for the rules: every rank makes the same calls in the same
+/// order (as with NCCL's collectives); copies between layouts and redistribute move the pieces
+/// between ranks by NCCL sends and receives (between two sets spanning the ranks of this group);
+/// sorts and compaction (copy_if, remove_if, unique, partition_copy) cross ranks too
+/// (docs/api.md); measure_topology measures each rank's own places and shares the figures (pairs
+/// across ranks are not measured); get/set only reach this rank's elements.
+///
+/// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
+/// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay
+/// is always off). Throws std::invalid_argument on every rank if a rank asks for no places or the
+/// ranks' places add up to more than 64; strata::nccl_error if the all-gather fails.
+inline device_set spanning_set(const process_group& g, std::size_t places = 1, device_set_options options = {}) {
+  const std::uint64_t mine = places;
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(g.size()));
+  g.all_gather(&mine, sizeof mine, all.data());
+  detail::rank_map map(std::vector<std::size_t>(all.begin(), all.end()), g.rank(), detail::max_places);
+  return detail::make_spanning_set(g.s_, std::move(map), options);
+}
+
+}  // namespace strata

@@ -1,0 +1,67 @@
+// Compaction over sets spanning the ranks.
+#include "ranks_util.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace strata_test;
+
+// Compaction over sets spanning the ranks: each place compacts its own segment, the kept counts
+// cross ranks in one all-gather (every rank learns the result's global layout), and unique's
+// predecessors cross rank boundaries. Against the host, with runs of equal keys that span places
+// and ranks, and with rank 1 empty in the weighted layout.
+TEST(NcclSpanning, CompactionAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    auto h = random_vector<std::int64_t>(n, seed);
+    for (auto& v : h) v = (v % 4 + 4) % 4;  // few distinct values: long runs, across boundaries
+    std::vector<std::int64_t> odds, evens, runs;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      (odd{}(h[i]) ? odds : evens).push_back(h[i]);
+      if (i == 0 || h[i] != h[i - 1]) runs.push_back(h[i]);
+    }
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    const auto layout_sums = [&](const auto& r, std::uint64_t want) {
+      std::uint64_t total = 0;
+      for (std::size_t i = 0; i < r.partition().places(); ++i) total += r.partition().count(i);
+      return total == want && r.size() == want;
+    };
+    {
+      strata::distributed_vector<std::int64_t> out(n, std::int64_t{-9}, set, policy);
+      const auto kept = strata::copy_if(x, out, odd{});
+      EXPECT_TRUE(layout_sums(kept, odds.size())) << "copy_if: the layout";
+      EXPECT_TRUE(all_of_span(kept) == odds) << "copy_if";
+    }
+    {
+      const auto made = strata::copy_if(x, odd{});
+      EXPECT_EQ(made.size(), odds.size());
+      EXPECT_TRUE(made.to_std_vector() == odds) << "copy_if into a new container";
+      EXPECT_EQ(strata::reduce(made), std::accumulate(odds.begin(), odds.end(), std::int64_t{0}))
+          << "a collective over the new container's layout";
+    }
+    {
+      strata::distributed_vector<std::int64_t> y(h, set, policy);
+      EXPECT_TRUE(all_of_span(strata::remove_if(y, odd{})) == evens) << "remove_if";
+    }
+    {
+      strata::distributed_vector<std::int64_t> y(h, set, policy);
+      EXPECT_EQ(strata::erase_if(y, odd{}), odds.size()) << "erase_if";
+      EXPECT_TRUE(y.to_std_vector() == evens) << "erase_if";
+    }
+    {
+      strata::distributed_vector<std::int64_t> y(h, set, policy);
+      EXPECT_TRUE(all_of_span(strata::unique(y)) == runs) << "unique";
+      strata::distributed_vector<std::int64_t> out(n, std::int64_t{-9}, set, policy);
+      EXPECT_TRUE(all_of_span(strata::unique_copy(x, out)) == runs) << "unique_copy";
+    }
+    {
+      strata::distributed_vector<std::int64_t> yes(n, std::int64_t{-9}, set, policy), no(n, std::int64_t{-9}, set, policy);
+      const auto [t, f] = strata::partition_copy(x, yes, no, odd{});
+      EXPECT_TRUE(all_of_span(t) == odds) << "partition_copy, true part";
+      EXPECT_TRUE(all_of_span(f) == evens) << "partition_copy, false part";
+    }
+  });
+}

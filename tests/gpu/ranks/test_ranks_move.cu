@@ -1,0 +1,70 @@
+// Copies between layouts and redistribute over sets spanning the ranks.
+#include "ranks_util.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace strata_test;
+
+// Copies between layouts and redistribute on sets spanning the ranks: pieces between places of one
+// rank go by the exchange's device copies (or staging), pieces between ranks by NCCL sends and
+// receives. Targets: the same set with another policy, and a second spanning set with another
+// number of places per rank (even, and weighted with empty places). Outputs poisoned first; every
+// rank checks the whole range (to_std_vector) and its own segments (get).
+TEST(NcclSpanning, CopyAndRedistributeAcrossRanks) {
+  const int rank = world_rank();
+  static const strata::device_set other = strata::spanning_set(group(), 1 + static_cast<std::size_t>((rank + 1) % 2));
+  std::vector<double> other_weights(other.size());
+  for (std::size_t i = 0; i < other_weights.size(); ++i) other_weights[i] = i % 3 == 0 ? 0.0 : static_cast<double>(i);
+  if (other.size() == 1) other_weights[0] = 1.0;
+  over_spanning([&](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                    std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    std::int64_t sum = 0;
+    for (auto v : h) sum += v;
+    const auto check = [&](const strata::distributed_vector<std::int64_t>& y, const char* what) {
+      EXPECT_EQ(y.size(), n) << what;
+      EXPECT_TRUE(y.to_std_vector() == h) << what;
+      for (std::size_t i = 0; i < y.partition().places(); ++i) {
+        if (!y.places().is_local(i) || y.partition().count(i) == 0) continue;
+        const std::uint64_t first = y.partition().offset(i), last = first + y.partition().count(i) - 1;
+        EXPECT_EQ(y.get(first), h[first]) << what << ", place " << i;
+        EXPECT_EQ(y.get(last), h[last]) << what << ", place " << i;
+      }
+    };
+    struct target {
+      const strata::device_set* set;
+      strata::partition_policy policy;
+      const char* what;
+    };
+    const std::vector<target> targets = {
+        {&set, strata::partition_policy::even(), "same set, even"},
+        {&other, strata::partition_policy::even(), "other set, even"},
+        {&other, strata::partition_policy::weighted(other_weights), "other set, weighted with empty places"}};
+    for (const auto& t : targets) {
+      strata::distributed_vector<std::int64_t> y(n, std::int64_t{-77}, *t.set, t.policy);
+      strata::copy(x, y);
+      check(y, t.what);
+      const auto z = strata::redistribute(x, *t.set, t.policy);
+      EXPECT_TRUE(z.partition() == y.partition()) << t.what;
+      check(z, t.what);
+      // And back, without waiting: the reduce that follows is ordered after the moves.
+      const auto back = strata::redistribute(z, set, policy, strata::nosync);
+      EXPECT_EQ(strata::reduce(back), sum) << t.what << ", back";
+      check(back, t.what);
+    }
+    // Non-trivial elements of 16 bytes, and a copy onto a subspan of the same length.
+    const auto [m, minc, mexc] = mat2_scans(n, seed, mat2{1, 0, 0, 1});
+    const strata::distributed_vector<mat2> a(m, set, policy);
+    strata::distributed_vector<mat2> b(n + 5, mat2{9, 9, 9, 9}, other);
+    strata::copy(a, b.span().subspan(3, n));
+    const auto got = b.to_std_vector();
+    ASSERT_EQ(got.size(), n + 5);
+    EXPECT_TRUE(std::equal(m.begin(), m.end(), got.begin() + 3)) << "mat2 onto a subspan";
+    EXPECT_TRUE(got[0] == (mat2{9, 9, 9, 9}) && got[n + 4] == (mat2{9, 9, 9, 9})) << "outside the subspan untouched";
+  });
+}

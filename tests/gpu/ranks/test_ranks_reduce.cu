@@ -1,0 +1,60 @@
+// The reduce family over sets spanning the ranks, against the host on every rank: sums, counts,
+// extrema with global indices (ties resolved as one process would), quantifiers and equal.
+#include "ranks_util.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace strata_test;
+
+TEST(NcclSpanning, ReduceFamilyAgreesWithTheHostOnEveryRank) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    std::int64_t sum = 0;
+    std::uint64_t odds = 0;
+    for (auto v : h) {
+      sum += v;
+      odds += (v & 1) != 0;
+    }
+    EXPECT_EQ(strata::reduce(x), sum);
+    EXPECT_EQ(strata::reduce(x, std::int64_t{-3}), sum - 3);
+    EXPECT_EQ(strata::reduce_async(x, std::int64_t{4}, cuda::std::plus<std::int64_t>{}).get(), sum + 4);
+    EXPECT_EQ(strata::count_if(x, odd{}), odds);
+    EXPECT_EQ(strata::count(x, std::int64_t{7}), static_cast<std::uint64_t>(std::count(h.begin(), h.end(), 7)));
+    std::int64_t squares = 0;
+    for (auto v : h) squares += v * v;
+    EXPECT_EQ(strata::transform_reduce(x, std::int64_t{0}, cuda::std::plus<std::int64_t>{}, square{}), squares);
+    const auto lo = strata::min_element(x), hi = strata::max_element(x);
+    EXPECT_EQ(lo.index, static_cast<std::uint64_t>(std::min_element(h.begin(), h.end()) - h.begin()));
+    EXPECT_EQ(hi.index, static_cast<std::uint64_t>(std::max_element(h.begin(), h.end()) - h.begin()));
+    if (n > 0) {
+      EXPECT_EQ(lo.value, *std::min_element(h.begin(), h.end()));
+      EXPECT_EQ(hi.value, *std::max_element(h.begin(), h.end()));
+    }
+    const auto mm = strata::minmax(x);  // the first smallest and the last largest
+    if (n > 0) {
+      EXPECT_EQ(mm.min.index, lo.index);
+      const auto last_max = std::max_element(h.rbegin(), h.rend());
+      EXPECT_EQ(mm.max.index, static_cast<std::uint64_t>(h.rend() - last_max - 1));
+      EXPECT_EQ(mm.max.value, *last_max);
+    } else {
+      EXPECT_EQ(mm.min.index, 0u);
+      EXPECT_EQ(mm.max.index, 0u);
+    }
+    EXPECT_EQ(strata::none_of(x, odd{}), odds == 0);
+    EXPECT_EQ(strata::any_of(x, odd{}), odds > 0);
+    EXPECT_EQ(strata::all_of(x, odd{}), odds == n);
+    strata::distributed_vector<std::int64_t> y(x);
+    EXPECT_TRUE(strata::equal(x, y));
+    if (n > 0) {
+      strata::transform(y, y, flip_low_bit{});
+      EXPECT_FALSE(strata::equal(x, y));
+    }
+    EXPECT_TRUE(x.to_std_vector() == h) << "every rank receives every element";
+  });
+}
