@@ -13,6 +13,7 @@
 #include <strata/zip.cuh>
 #include <strata/algorithm/compact.cuh>
 #include <strata/algorithm/copy.cuh>
+#include <strata/algorithm/histogram.cuh>
 #include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/reduce.cuh>
 #include <strata/algorithm/scan.cuh>

@@ -414,3 +414,92 @@ TEST(Reduce, ReproducibleOver2To31Elements) {
     EXPECT_EQ(bits(got), first);
   }
 }
+
+// ---- histograms (the array fold: each place's bins added on the root) ----------------------
+
+namespace {
+
+// Host reference of histogram_even for integers: bin b holds lower + b*w <= x < lower + (b+1)*w,
+// computed exactly as (x - lower) * bins / (upper - lower).
+template <class T>
+std::vector<std::uint64_t> host_even(const std::vector<T>& h, int bins, std::int64_t lower, std::int64_t upper) {
+  std::vector<std::uint64_t> c(static_cast<std::size_t>(bins), 0);
+  for (T x : h) {
+    const auto v = static_cast<std::int64_t>(x);
+    if (v < lower || v >= upper) continue;
+    ++c[static_cast<std::size_t>((v - lower) * bins / (upper - lower))];
+  }
+  return c;
+}
+
+template <class T, class L>
+std::vector<std::uint64_t> host_range(const std::vector<T>& h, const std::vector<L>& edges) {
+  std::vector<std::uint64_t> c(edges.size() - 1, 0);
+  for (T x : h) {
+    if (!(static_cast<L>(x) >= edges.front()) || !(static_cast<L>(x) < edges.back())) continue;
+    const auto at = std::upper_bound(edges.begin(), edges.end(), static_cast<L>(x)) - edges.begin();
+    ++c[static_cast<std::size_t>(at - 1)];
+  }
+  return c;
+}
+
+struct byte_pattern {
+  __host__ __device__ std::uint8_t operator()(std::uint64_t i) const { return static_cast<std::uint8_t>(i % 251); }
+};
+
+}  // namespace
+
+// Integers binned evenly (a width that does not divide the range, samples outside it) and by
+// edges, floats at half-integers (never on an edge, so CUB's rounding cannot move them), on every
+// set and size; a reduce between the calls shares the fold's ordering with the array fold.
+TEST(Histogram, EvenAndRangeAgreeWithTheHost) {
+  const std::vector<std::int32_t> edges{-100, -50, -3, 0, 1, 2, 60, 101};
+  for_each_case<std::int32_t>([&](const named_set&, std::uint64_t n, const std::vector<std::int32_t>& h,
+                                  strata::distributed_vector<std::int32_t>& v) {
+    EXPECT_EQ(strata::histogram_even(v, 16, -90, 91), host_even(h, 16, -90, 91)) << "even";
+    std::int64_t sum = 0;
+    for (auto x : h) sum += x;
+    EXPECT_EQ(strata::reduce(v, std::int64_t{0}), sum) << "a scalar fold between two array folds";
+    EXPECT_EQ(strata::histogram_range(v, edges), host_range(h, edges)) << "range";
+    EXPECT_EQ(strata::histogram_even(v, 1, -1000, 1000), std::vector<std::uint64_t>{n}) << "one bin holds everything";
+    // Floats at k + 0.5 for k in [-20, 20): 8 bins of width 4 over [-16, 16).
+    std::vector<float> f(h.size());
+    for (std::size_t i = 0; i < h.size(); ++i) f[i] = static_cast<float>(h[i] % 20) + 0.5f;
+    const strata::distributed_vector<float> fv(f, v.places());
+    std::vector<std::uint64_t> want(8, 0);
+    for (float x : f)
+      if (x >= -16.0f && x < 16.0f) ++want[static_cast<std::size_t>((x + 16.0f) / 4.0f)];
+    EXPECT_EQ(strata::histogram_even(fv, 8, -16.0f, 16.0f), want) << "float";
+    EXPECT_EQ(strata::histogram_range(fv, std::vector<float>{-16.0f, -4.0f, 0.0f, 16.0f}),
+              host_range(f, std::vector<float>{-16.0f, -4.0f, 0.0f, 16.0f}))
+        << "float edges";
+  });
+}
+
+TEST(Histogram, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  strata::distributed_vector<int> v(100, 1, set);
+  EXPECT_THROW((void)strata::histogram_even(v, 0, 0, 10), std::invalid_argument) << "no bins";
+  EXPECT_THROW((void)strata::histogram_even(v, 4, 10, 10), std::invalid_argument) << "lower == upper";
+  EXPECT_THROW((void)strata::histogram_even(strata::distributed_span<int>{}, 4, 0, 10), std::invalid_argument)
+      << "no places";
+  EXPECT_THROW((void)strata::histogram_range(v, std::vector<int>{1}), std::invalid_argument) << "one edge";
+  EXPECT_THROW((void)strata::histogram_range(v, std::vector<int>{0, 5, 5}), std::invalid_argument) << "repeated edge";
+  EXPECT_THROW((void)strata::histogram_range(v, std::vector<int>{0, 5, 2}), std::invalid_argument) << "out of order";
+  EXPECT_EQ(strata::histogram_even(v, 2, 0, 4), (std::vector<std::uint64_t>{100, 0})) << "and the set still works";
+}
+
+// More than 2^31 bytes, on one place (one segment past 2^31) and on three: x[i] = i mod 251, one
+// bin per value.
+TEST(Histogram, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
+  const std::uint64_t n = (1ull << 31) + 99;
+  std::vector<std::uint64_t> want(251, n / 251);
+  for (std::uint64_t v = 0; v < n % 251; ++v) ++want[v];
+  for (std::size_t k : {1, 3}) {
+    SCOPED_TRACE(std::to_string(k) + " places");
+    strata::distributed_vector<std::uint8_t> x(n, private_set(k), strata::partition_policy::even(), strata::no_init);
+    strata::tabulate(x, byte_pattern{});
+    EXPECT_EQ(strata::histogram_even(x, 251, 0, 251), want);
+  }
+}

@@ -1,7 +1,10 @@
-// The CUB entry points Strata calls per segment, in one place. Where CUB's public API lacks
-// what a multi-device algorithm needs (a reduce that applies no initial value; a scan whose
-// initial value is read from device memory), this calls CUB's dispatch layer directly, the
-// way Thrust does; CCCL version changes are absorbed here.
+// The CUB calls that CUB's public API does not offer as a multi-device algorithm needs them (a
+// reduce that applies no initial value; a scan whose initial value is read from device memory):
+// this calls CUB's dispatch layer directly, the way Thrust does, and absorbs the differences
+// between CCCL versions there. Public CUB entry points that serve as they are (DeviceHistogram,
+// DeviceSelect, DeviceRadixSort, DeviceMergeSort, DeviceMerge, DeviceTransform, DeviceFor) are
+// called by the algorithm headers directly, through detail::run_cub (docs/design.md, "Adding an
+// algorithm").
 #pragma once
 
 #include <cub/device/device_for.cuh>

@@ -71,12 +71,12 @@ slot_table<P> slot_table_of(set_state& s, const partition& part) {
 }
 
 /// Phase one of every fold. For each non-empty segment of `part`, `partial(i, place, out)`
-/// enqueues on place i the CUB call that writes the segment's partial to `out`; the place
-/// first waits until the root has consumed the previous call's partials. Afterwards the root
-/// stream waits on every place's event. Returns the table of partials, in segment order.
+/// enqueues on place i the CUB call that writes the segment's partial to `out` (its slot of `t`,
+/// which lists this process's non-empty segments in order); the place first waits until the root
+/// has consumed the previous call's partials. Afterwards the root stream waits on every place's
+/// event. Returns `t`.
 template <class P, class Partial>
-slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
-  const slot_table<P> t = slot_table_of<P>(s, part);
+const slot_table<P>& gather_into(set_state& s, const partition& part, const slot_table<P>& t, Partial&& partial) {
   const cudaEvent_t fold_done = s.fold_done_event();
   int j = 0;
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
@@ -90,6 +90,13 @@ slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
   active_place_scope a(static_cast<int>(s.root_index));
   root_waits_for(s, t);
   return t;
+}
+
+/// gather_into the scalar slots of the fold workspace (one partial of type P per segment).
+template <class P, class Partial>
+slot_table<P> gather(set_state& s, const partition& part, Partial&& partial) {
+  const slot_table<P> t = slot_table_of<P>(s, part);
+  return gather_into(s, part, t, partial);
 }
 
 /// Enqueues `task()` on one thread of the root place.
@@ -120,6 +127,5 @@ struct fold_task {
   Fold fold;
   __device__ void operator()() const { *out = fold(table); }
 };
-
 
 }  // namespace strata::detail

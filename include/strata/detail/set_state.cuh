@@ -63,10 +63,12 @@ class set_state {
       for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
       if (fold_done_ != nullptr) (void)cudaEventDestroy(fold_done_);
     }
-    device_free(root_device_, fold_dev_);
+    for (workspace* w : {&fold_, &array_}) {
+      device_free(root_device_, w->dev);
+      pinned_free(w->host);
+    }
     device_free(root_device_, rank_dev_);
     pinned_free(missing_);
-    pinned_free(fold_host_);
     pinned_free(host_words_);
     for (char* m : staging_.memory) pinned_free(m);
     for (void* chunk : slot_chunks_) pinned_free(chunk);
@@ -150,28 +152,17 @@ class set_state {
     return static_cast<char*>(rank_dev_);
   }
 
-  /// Fold workspace: `bytes` on the root device and as pinned host memory. Growing waits for
-  /// every place, since queued work of earlier calls may still use the old buffers. Call with
-  /// call_mutex held.
-  void ensure_fold_workspace(std::size_t bytes) {
-    if (bytes <= fold_bytes_) return;
-    wait_all_places();
-    void* dev = device_allocate(root_device_, bytes);
-    void* host = nullptr;
-    try {
-      host = pinned_allocate(bytes);
-    } catch (...) {
-      device_free(root_device_, dev);
-      throw;
-    }
-    device_free(root_device_, fold_dev_);
-    pinned_free(fold_host_);
-    fold_dev_ = dev;
-    fold_host_ = host;
-    fold_bytes_ = bytes;
-  }
-  void* fold_device_buffer() const noexcept { return fold_dev_; }
-  void* fold_host_buffer() const noexcept { return fold_host_; }
+  /// Fold workspace: `bytes` on the root device and as pinned host memory, for the scalar
+  /// partials of folds (ensure_fold_workspace) or for the array partials of array folds
+  /// (ensure_array_workspace: a buffer of its own, so that arrays of any size do not grow the
+  /// scalar slots). Growing waits for every place, since queued work of earlier calls may still
+  /// use the old buffers. Call with call_mutex held.
+  void ensure_fold_workspace(std::size_t bytes) { grow(fold_, bytes); }
+  void* fold_device_buffer() const noexcept { return fold_.dev; }
+  void* fold_host_buffer() const noexcept { return fold_.host; }
+  void ensure_array_workspace(std::size_t bytes) { grow(array_, bytes); }
+  void* array_device_buffer() const noexcept { return array_.dev; }
+  void* array_host_buffer() const noexcept { return array_.host; }
 
   /// `n` words of pinned, mapped host memory that a call's device work fills and its host then
   /// reads after waiting (the data-dependent sizes of compaction and of the exchange). Grown on
@@ -240,9 +231,28 @@ class set_state {
   void* rank_dev_ = nullptr;
   std::size_t rank_bytes_ = 0;
   int* missing_ = nullptr;
-  void* fold_dev_ = nullptr;
-  void* fold_host_ = nullptr;
-  std::size_t fold_bytes_ = 0;
+  // Device memory on the root and pinned host memory of the same size.
+  struct workspace {
+    void* dev = nullptr;
+    void* host = nullptr;
+    std::size_t bytes = 0;
+  };
+  void grow(workspace& w, std::size_t bytes) {
+    if (bytes <= w.bytes) return;
+    wait_all_places();
+    void* dev = device_allocate(root_device_, bytes);
+    void* host = nullptr;
+    try {
+      host = pinned_allocate(bytes);
+    } catch (...) {
+      device_free(root_device_, dev);
+      throw;
+    }
+    device_free(root_device_, w.dev);
+    pinned_free(w.host);
+    w = workspace{dev, host, bytes};
+  }
+  workspace fold_, array_;
   staging_ring staging_;
   std::uint64_t* host_words_ = nullptr;
   std::size_t host_words_n_ = 0;

@@ -58,3 +58,20 @@ TEST(NcclSpanning, ReduceFamilyAgreesWithTheHostOnEveryRank) {
     EXPECT_TRUE(x.to_std_vector() == h) << "every rank receives every element";
   });
 }
+
+// Histograms (the array fold across ranks): each rank adds its places' bins, the ranks' arrays are
+// all-gathered and added in rank order on every rank, a rank without elements contributing none.
+TEST(NcclSpanning, HistogramsAgreeWithTheHostOnEveryRank) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    std::vector<std::uint64_t> even(16, 0), range(3, 0);
+    for (std::int64_t v : h) {
+      if (v >= -90 && v < 91) ++even[static_cast<std::size_t>((v + 90) * 16 / 181)];
+      if (v >= -100 && v < 101) ++range[v < -7 ? 0 : (v < 7 ? 1 : 2)];
+    }
+    EXPECT_EQ(strata::histogram_even(x, 16, std::int64_t{-90}, std::int64_t{91}), even) << "even";
+    EXPECT_EQ(strata::histogram_range(x, std::vector<std::int64_t>{-100, -7, 7, 101}), range) << "range";
+  });
+}
