@@ -293,6 +293,16 @@ void strata_fill(benchmark::State& st) {
   finish(st, size_of(st) * sizeof(float));
 }
 
+// A 256-bin histogram of floats in [0, 1) (the bins on the host: the call waits).
+void strata_histogram(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(x);
+  span_timer t(set);
+  timed_loop(st, t, [&] { benchmark::DoNotOptimize(strata::histogram_even(x, 256, 0.0f, 1.0f)); });
+  finish(st, size_of(st) * sizeof(float));
+}
+
 // Copy from an even layout onto a weighted one (1, 2, 3, ... per place): every place sends
 // pieces to its neighbours.
 void strata_copy_relayout(benchmark::State& st) {
@@ -372,6 +382,144 @@ void strata_sort(benchmark::State& st) {
   st.counters["rounds"] = rounds / it;
   st.counters["peak_extra_MiB"] = peak;
   finish(st, static_cast<double>(n) * (Kind == sort_kind::pairs ? 8 : 4));
+}
+
+// ---- as a user calls it ---------------------------------------------------------------
+// The synchronous call between two events on place 0's stream, its input restored before
+// (untimed): what a user who times `strata::sort(x)` that way sees, beside the span-timed nosync
+// figures above. Counters: the median of the iterations (ms), and the host wall time of the call
+// itself (ms), which includes the final wait.
+
+class called_timer {
+ public:
+  explicit called_timer(const strata::device_set& s) : stream_(s.stream(0)), device_(s.device(0)) {
+    BENCH_CHECK(cudaSetDevice(device_));
+    BENCH_CHECK(cudaEventCreate(&start_));
+    BENCH_CHECK(cudaEventCreate(&stop_));
+  }
+  ~called_timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  // Times `call()` (synchronous) as the events on place 0's stream see it; returns seconds.
+  template <class Call>
+  double time(Call&& call) {
+    BENCH_CHECK(cudaSetDevice(device_));
+    BENCH_CHECK(cudaEventRecord(start_, stream_));
+    const auto t0 = std::chrono::steady_clock::now();
+    call();
+    host_ms_.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    BENCH_CHECK(cudaSetDevice(device_));
+    BENCH_CHECK(cudaEventRecord(stop_, stream_));
+    BENCH_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    ms_.push_back(ms);
+    return ms / 1e3;
+  }
+  void report(benchmark::State& st) {
+    if (ms_.empty()) return;
+    std::sort(ms_.begin(), ms_.end());
+    std::sort(host_ms_.begin(), host_ms_.end());
+    st.counters["median_ms"] = ms_[ms_.size() / 2];
+    st.counters["call_host_ms"] = host_ms_[host_ms_.size() / 2];
+  }
+
+ private:
+  cudaStream_t stream_;
+  int device_;
+  cudaEvent_t start_, stop_;
+  std::vector<double> ms_, host_ms_;
+};
+
+template <sort_kind Kind>
+void strata_sort_called(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<std::uint32_t> pristine(n, set, strata::partition_policy::even(), strata::no_init), keys(pristine);
+  strata::distributed_vector<std::uint32_t> values(n, set, strata::partition_policy::even(), strata::no_init);
+  random_fill(pristine);
+  called_timer t(set);
+  for (auto _ : st) {
+    strata::copy(pristine, keys);
+    st.SetIterationTime(t.time([&] {
+      if constexpr (Kind == sort_kind::keys)
+        strata::sort(keys);
+      else
+        strata::sort_by_key(keys, values);
+    }));
+  }
+  t.report(st);
+  finish(st, static_cast<double>(n) * (Kind == sort_kind::pairs ? 8 : 4));
+}
+
+// redistribute even -> weighted with the container cache on, called synchronously; the returned
+// container is freed after the stop event.
+void strata_redistribute_cached_called(benchmark::State& st) {
+  strata::set_memory_caching(true);
+  {
+    const auto& set = places(static_cast<int>(st.range(1)));
+    std::vector<double> w(set.size());
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<double>(i + 1);
+    strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+    random_fill(x);
+    (void)strata::redistribute(x, strata::partition_policy::weighted(w));  // untimed: fills the cache
+    called_timer t(set);
+    for (auto _ : st) {
+      strata::distributed_vector<float> y;
+      st.SetIterationTime(t.time([&] { y = strata::redistribute(x, strata::partition_policy::weighted(w)); }));
+    }
+    t.report(st);
+  }
+  strata::set_memory_caching(false);
+  finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+// The anchors timed the same way (for the median counter; their iteration times are the span's).
+template <sort_kind Kind>
+void cub_sort_called(benchmark::State& st) {
+  const auto& set = places(1);
+  cudaStream_t s = set.stream(0);
+  temp_cache temp;
+  const std::uint64_t n = size_of(st);
+  dbuf<std::uint32_t> pristine(n), k0(n), k1(n), v0(n), v1(n);
+  random_fill(pristine.p, n, s);
+  called_timer t(set);
+  for (auto _ : st) {
+    BENCH_CHECK(cudaMemcpyAsync(k0.p, pristine.p, n * 4, cudaMemcpyDeviceToDevice, s));
+    BENCH_CHECK(cudaStreamSynchronize(s));
+    st.SetIterationTime(t.time([&] {
+      cub::DoubleBuffer<std::uint32_t> keys(k0.p, k1.p), values(v0.p, v1.p);
+      std::size_t b = 0;
+      const auto call = [&](void* p) {
+        if constexpr (Kind == sort_kind::keys)
+          return cub::DeviceRadixSort::SortKeys(p, b, keys, static_cast<std::int64_t>(n), 0, 32, s);
+        else
+          return cub::DeviceRadixSort::SortPairs(p, b, keys, values, static_cast<std::int64_t>(n), 0, 32, s);
+      };
+      BENCH_CHECK(call(nullptr));
+      BENCH_CHECK(call(temp.get(b)));
+      BENCH_CHECK(cudaStreamSynchronize(s));  // a synchronous call, as Strata's
+    }));
+  }
+  t.report(st);
+  finish(st, static_cast<double>(n) * (Kind == sort_kind::pairs ? 8 : 4));
+}
+
+void cub_copy_called(benchmark::State& st) {
+  const auto& set = places(1);
+  cudaStream_t s = set.stream(0);
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  random_fill(x.p, n, s);
+  called_timer t(set);
+  for (auto _ : st)
+    st.SetIterationTime(t.time([&] {
+      BENCH_CHECK(cudaMemcpyAsync(y.p, x.p, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+      BENCH_CHECK(cudaStreamSynchronize(s));
+    }));
+  t.report(st);
+  finish(st, 2.0 * n * sizeof(float));
 }
 
 // ---- CUB and Thrust anchors (one device, place 0's stream) --------------------------------
@@ -469,6 +617,18 @@ void cub_fill(benchmark::State& st) {
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n);
   timed_loop(st, a.t, [&] { BENCH_CHECK(cub::DeviceTransform::Transform(cuda::std::tuple<>{}, x.p, n, fill_gen{1.5f}, a.s)); });
+  finish(st, n * sizeof(float));
+}
+
+void cub_histogram(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  dbuf<unsigned long long> bins(256);
+  random_fill(x.p, n, a.s);
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceHistogram::HistogramEven(p, b, x.p, bins.p, 257, 0.0f, 1.0f, static_cast<std::int64_t>(n), a.s);
+    }); });
   finish(st, n * sizeof(float));
 }
 
@@ -605,7 +765,8 @@ void register_all() {
       {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
       {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout},
       {"redistribute_f32", strata_redistribute}, {"redistribute_cached_f32", strata_redistribute_cached},
-      {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>}};
+      {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>},
+      {"histogram_f32", strata_histogram}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -613,7 +774,8 @@ void register_all() {
       {"exclusive_scan_f32", cub_scan<true>}, {"saxpy_f32", cub_saxpy},
       {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy},
       {"redistribute_f32", cub_copy}, {"redistribute_cached_f32", cub_copy},
-      {"reduce_repro_f32", cub_reduce<float>}, {"reduce_repro_f64", cub_reduce<double>}};
+      {"reduce_repro_f32", cub_reduce<float>}, {"reduce_repro_f64", cub_reduce<double>},
+      {"histogram_f32", cub_histogram}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill}};
 
@@ -649,6 +811,27 @@ void register_all() {
     b->UseManualTime()->Unit(benchmark::kMicrosecond);
   }
   for (const auto& [name, fn] : sort_strata) {
+    auto* b = benchmark::RegisterBenchmark((std::string("strata/") + name).c_str(), fn);
+    for (int lg : logs)
+      if (lg <= 28)
+        for (int p : place_counts) b->Args({lg, p});
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  // As called (synchronous, between two events on place 0's stream), beside the span figures.
+  const std::vector<std::pair<const char*, bench_fn>> called_cub = {
+      {"sort_u32_called", cub_sort_called<sort_kind::keys>}, {"sort_pairs_u32_called", cub_sort_called<sort_kind::pairs>},
+      {"redistribute_cached_called_f32", cub_copy_called}};
+  const std::vector<std::pair<const char*, bench_fn>> called_strata = {
+      {"sort_u32_called", strata_sort_called<sort_kind::keys>},
+      {"sort_pairs_u32_called", strata_sort_called<sort_kind::pairs>},
+      {"redistribute_cached_called_f32", strata_redistribute_cached_called}};
+  for (const auto& [name, fn] : called_cub) {
+    auto* b = benchmark::RegisterBenchmark((std::string("cub/") + name).c_str(), fn);
+    for (int lg : logs)
+      if (lg <= 28) b->Arg(lg);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [name, fn] : called_strata) {
     auto* b = benchmark::RegisterBenchmark((std::string("strata/") + name).c_str(), fn);
     for (int lg : logs)
       if (lg <= 28)

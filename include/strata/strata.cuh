@@ -8,6 +8,7 @@
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
 #include <strata/future.cuh>
+#include <strata/results.cuh>
 #include <strata/tags.cuh>
 #include <strata/topology.cuh>
 #include <strata/zip.cuh>
