@@ -358,14 +358,15 @@ namespace detail {
 /// A set whose places span the ranks that `link` joins, seen from this rank: `map` says which
 /// rank owns which place; this rank's places (map.count(rank) of them) all live on link's GPU, each
 /// with its own stream; the other ranks' places are null. Its root is this rank's first place.
-/// Graph replay is off (a collective cannot be replayed from one rank's graph). Every rank must
-/// make it with the same map (strata::spanning_set does). Throws as place creation.
+/// Graph replay follows options.use_graphs, which must be the same on every rank (strata::spanning_set
+/// agrees on it). Every rank must make it with the same map (strata::spanning_set does). Throws as
+/// place creation.
 inline device_set make_spanning_set(std::shared_ptr<rank_link> link, rank_map map, device_set_options options) {
   if (env_switch_on("STRATA_DISABLE_P2P")) options.force_host_staging = true;
   auto s = std::make_shared<set_state>();
   const int n = visible_device_count();
   const int dev = link->device();
-  s->use_graphs = false;
+  s->use_graphs = options.use_graphs;
   s->visible_devices = n;
   s->force_host_staging = options.force_host_staging;
   s->set_root_device(dev);

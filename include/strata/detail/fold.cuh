@@ -39,20 +39,26 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
   if (part.size() == 0) return future<R>(empty_value);
   set_state& s = scope.state();
 
+  // The graph cache: this rank's own part of the call (all of it in one process), keyed by what
+  // its kernels bake in; on a set spanning processes the collective half has graphs of its own,
+  // keyed alike on every rank (rank_fold.cuh).
   graph_cache::entry* cached = nullptr;
-  if (s.use_graphs && s.link == nullptr) {  // (a collective is not replayed from one rank's graph)
+  if (s.use_graphs) {
     call_key key;
     key.add_type(typeid(Fold));
     bool keyable = partial.append_key(key);
     for (std::size_t i = 0; i < part.places(); ++i) {  // host state only: no device switch
-      if (part.count(i) == 0) continue;
+      if (part.count(i) == 0 || !s.local(i)) continue;
       key.add(s.places[i]->temp_storage_pointer());
       key.add(s.places[i]->temp_storage_bytes());
     }
     if (keyable) cached = &s.graphs.lookup(key.bytes());
   }
   if (cached != nullptr && !cached->graph && !cached->failed && ++cached->seen >= 2) {
-    cached->graph = capture_fold<P, R>(s, part, partial, fold);
+    if (s.link == nullptr)
+      cached->graph = capture_fold<P>(s, part, partial, [&](const slot_table<P>& t) { return fold_task<P, R, Fold>{t, nullptr, fold}; });
+    else  // the local half: the gather and the packing of this rank's partials (parameters set at replay)
+      cached->graph = capture_fold<P>(s, part, partial, [&](const slot_table<P>& t) { return pack_task<P>{t, nullptr, 0, 0, 0, 0}; });
     if (!cached->graph) cached->failed = true;
   }
 
@@ -61,11 +67,10 @@ future<R> reduce_to_future(const char* name, const device_set& set, const partit
     if (s.link != nullptr) {
       // Across ranks: the same fold on every rank, over every rank's partials in global segment
       // order, so every rank gets the same value and order-sensitive folds stay exact.
-      fold_across_ranks(s, gather<P>(s, part, partial), 0, [&](const rank_slots<P>& rs, char* buffer) {
-        return fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), static_cast<R*>(slot.host), fold};
-      });
+      fold_value_across_ranks<P>(s, part, partial, fold, static_cast<R*>(slot.host), cached);
     } else if (cached != nullptr && cached->graph) {
-      replay_fold<P>(s, part, *cached->graph, slot_table_of<P>(s, part), static_cast<R*>(slot.host), fold);
+      const slot_table<P> t = slot_table_of<P>(s, part);
+      replay_fold<P>(s, part, *cached->graph, t, fold_task<P, R, Fold>{t, static_cast<R*>(slot.host), fold});
     } else {
       const slot_table<P> t = gather<P>(s, part, partial);
       run_on_root(s, fold_task<P, R, Fold>{t, static_cast<R*>(slot.host), fold});

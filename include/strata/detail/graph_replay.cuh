@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
@@ -61,19 +62,44 @@ void set_fold_params(cached_graph& g, Task& task) {
   STRATA_CUDA_CHECK(cudaGraphExecKernelNodeSetParams(g.exec, g.fold_node, &g.fold_params));
 }
 
-/// Captures gather + fold of one call into a graph (the root stream forks to every place that
-/// has a segment and joins them back). Returns nullptr, leaving nothing behind, if the work
-/// cannot be captured.
-template <class P, class R, class Fold, class Partial>
-std::unique_ptr<cached_graph> capture_fold(set_state& s, const partition& part, Partial& partial, const Fold& fold) {
-  using task_t = fold_task<P, R, Fold>;
+/// Finds the kernel node of `root_task_kernel<Task>` in `cg`'s graph (its fold_node and
+/// parameters). Returns false if there is none.
+template <class Task>
+bool find_task_node(cached_graph& cg) {
+  std::size_t count = 0;
+  if (cudaGraphGetNodes(cg.graph, nullptr, &count) != cudaSuccess) return false;
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (cudaGraphGetNodes(cg.graph, nodes.data(), &count) != cudaSuccess) return false;
+  const void* fn = reinterpret_cast<const void*>(&root_task_kernel<Task>);
+  for (cudaGraphNode_t n : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(n, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams kp{};
+    if (cudaGraphKernelNodeGetParams(n, &kp) == cudaSuccess && kp.func == fn) {
+      cg.fold_node = n;
+      cg.fold_params = kp;
+    }
+  }
+  (void)cudaGetLastError();
+  return cg.fold_node != nullptr;
+}
+
+/// Captures the gather of one call and the task on the root that consumes the partials
+/// (`make_task(table)`: the fold in one process, the packing of the partials across ranks) into a
+/// graph: the root stream forks to every place that has a segment and joins them back. The task's
+/// parameters are rewritten on every replay (its node is `fold_node`). Returns nullptr, leaving
+/// nothing behind, if the work cannot be captured.
+template <class P, class Partial, class MakeTask>
+std::unique_ptr<cached_graph> capture_fold(set_state& s, const partition& part, Partial& partial, const MakeTask& make_task) {
+  using task_t = decltype(make_task(std::declval<const slot_table<P>&>()));
   place_state& root = s.root();
   device_guard g(root.device());
   if (cudaStreamBeginCapture(root.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
-  for (auto& p : s.places) p->capturing = true;
+  for (auto& p : s.places)
+    if (p != nullptr) p->capturing = true;  // (null: another rank's place)
   bool ok = true;
   std::vector<place_state*> forked;
   // Ends the capture and restores the flags, whatever happens inside it. Every place that was
@@ -86,7 +112,8 @@ std::unique_ptr<cached_graph> capture_fold(set_state& s, const partition& part, 
       (void)cudaStreamWaitEvent(root.stream(), p->event(), 0);
     }
     (void)cudaGetLastError();
-    for (auto& p : s.places) p->capturing = false;
+    for (auto& p : s.places)
+      if (p != nullptr) p->capturing = false;
     cudaGraph_t graph = nullptr;
     if (cudaStreamEndCapture(root.stream(), &graph) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -107,7 +134,7 @@ std::unique_ptr<cached_graph> capture_fold(set_state& s, const partition& part, 
     const slot_table<P> t = gather<P>(s, part, partial);
     forked.clear();  // gather joined every place to the root
     device_guard rg(root.device());
-    root_task_kernel<<<1, 1, 0, root.stream()>>>(task_t{t, nullptr, fold});
+    root_task_kernel<<<1, 1, 0, root.stream()>>>(make_task(t));
     STRATA_CUDA_CHECK(cudaGetLastError());
   } catch (const capture_abort&) {
     ok = false;  // the work needs something a capture cannot hold: run it eagerly
@@ -123,32 +150,16 @@ std::unique_ptr<cached_graph> capture_fold(set_state& s, const partition& part, 
     (void)cudaGetLastError();
     return nullptr;
   }
-  std::size_t count = 0;
-  if (cudaGraphGetNodes(graph, nullptr, &count) != cudaSuccess) return nullptr;
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (cudaGraphGetNodes(graph, nodes.data(), &count) != cudaSuccess) return nullptr;
-  const void* fold_fn = reinterpret_cast<const void*>(&root_task_kernel<task_t>);
-  for (cudaGraphNode_t n : nodes) {
-    cudaGraphNodeType type;
-    if (cudaGraphNodeGetType(n, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) continue;
-    cudaKernelNodeParams kp{};
-    if (cudaGraphKernelNodeGetParams(n, &kp) == cudaSuccess && kp.func == fold_fn) {
-      cg->fold_node = n;
-      cg->fold_params = kp;
-    }
-  }
-  (void)cudaGetLastError();
-  if (cg->fold_node == nullptr) return nullptr;
+  if (!find_task_node<task_t>(*cg)) return nullptr;
   ++s.graphs.captures;
   return cg;
 }
 
-/// Replays a captured call: the graph is ordered after earlier work on every place that takes
-/// part (events into the root) and later work on those places after it (the fold-done event), as an
-/// eager call would be.
-template <class P, class R, class Fold>
-void replay_fold(set_state& s, const partition& part, cached_graph& g, const slot_table<P>& t, R* out,
-                   const Fold& fold) {
+/// Replays a captured call with `task` as its root task: the graph is ordered after earlier work
+/// on every place that takes part (events into the root) and later work on those places after it
+/// (the fold-done event), as an eager call would be.
+template <class P, class Task>
+void replay_fold(set_state& s, const partition& part, cached_graph& g, const slot_table<P>& t, Task task) {
   place_state& root = s.root();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     if (i != s.root_index) STRATA_CUDA_CHECK(cudaEventRecord(p.event(), p.stream()));
@@ -156,7 +167,6 @@ void replay_fold(set_state& s, const partition& part, cached_graph& g, const slo
   device_guard g0(root.device());
   active_place_scope a(static_cast<int>(s.root_index));
   root_waits_for(s, t);
-  fold_task<P, R, Fold> task{t, out, fold};
   set_fold_params(g, task);
   STRATA_CUDA_CHECK(cudaGraphLaunch(g.exec, root.stream()));
   STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), root.stream()));

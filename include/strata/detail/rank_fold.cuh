@@ -5,6 +5,8 @@
 #pragma once
 
 #include <strata/detail/fold_slots.cuh>
+#include <strata/detail/graph_cache.cuh>
+#include <strata/detail/graph_replay.cuh>
 #include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
 #include <strata/detail/set_state.cuh>
@@ -15,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <typeinfo>
 
 namespace strata::detail {
 
@@ -58,9 +62,11 @@ std::uint64_t all_gather_partials(set_state& s, const slot_table<P>& local, cons
 }
 
 /// The global slot table of a call over `part` on a set spanning processes: every non-empty
-/// segment of every rank, in segment order; this rank's values in its fold slots of `region`,
-/// the other ranks' in their slots of the gathered `buffer` (region 0) or, for the offsets a
-/// scan's fold writes and nobody here reads (region 1), in scratch after the slots.
+/// segment of every rank, in segment order. Region 0 (the partials): every rank's values in its
+/// slot of the gathered `buffer`, this rank's included (so the places' fold slots are free again
+/// once packed). Region 1 (the offsets a scan's fold writes): this rank's in its places' fold
+/// slots, where they read them, the other ranks' (which nobody here reads) in scratch after the
+/// slots.
 template <class P>
 slot_table<P> global_table(set_state& s, const partition& part, const rank_slots<P>& rs, char* buffer, int region) {
   slot_table<P> t{};
@@ -68,7 +74,7 @@ slot_table<P> global_table(set_state& s, const partition& part, const rank_slots
   for (std::size_t i = 0; i < part.places(); ++i) {
     if (part.count(i) == 0) continue;
     const int j = t.size++;
-    if (s.local(i)) {
+    if (s.local(i) && region == 1) {
       t.ptr[j] = fold_slot<P>(s, i, region);
     } else {
       const int r = s.ranks.owner(i);
@@ -96,5 +102,102 @@ void fold_across_ranks(set_state& s, const slot_table<P>& local, std::size_t scr
   run_on_root(s, checked_task<decltype(task)>{task, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at, stamp, missing});
 }
 
+// ---- replaying a repeated fold across ranks from graphs --------------------------------------
+//
+// A rank's collectives can be captured into a CUDA graph only if every rank of the communicator
+// captures the same ones (NCCL: "whether an operation launch is graph-captured is ... a collective
+// property"). A graph of the whole call would be keyed by this rank's own pointers (segments,
+// temp storage), which change at different calls on different ranks. So a repeated value fold on
+// a spanning set is two graphs on the root's stream: the local half (the gather and the packing
+// of this rank's partials, keyed and captured by this rank alone, as in one process), and the
+// collective half (the all-gather and the checked fold), keyed only by what is the same on every
+// rank (the types, the global layout, the rank buffer's generation), so every rank captures and
+// replays it at the same calls. Both have their root task's parameters rewritten on every replay
+// (the stamp, the result slot, the fold's state).
 
+/// Captures the collective half of a rank fold on the root's stream: the all-gather of `slot`
+/// bytes per rank in `buffer`, then `task` on the root. Returns nullptr if it cannot be captured;
+/// the caller then runs it eagerly.
+template <class Task>
+std::unique_ptr<cached_graph> capture_collective(set_state& s, char* buffer, std::size_t slot, const Task& task) {
+  place_state& root = s.root();
+  device_guard g(root.device());
+  active_place_scope a(static_cast<int>(s.root_index));
+  if (cudaStreamBeginCapture(root.stream(), cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  bool ok = true;
+  try {
+    s.link->all_gather(buffer, slot, root.stream());
+    root_task_kernel<<<1, 1, 0, root.stream()>>>(task);
+    ok = cudaGetLastError() == cudaSuccess;
+  } catch (...) {
+    ok = false;
+  }
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamEndCapture(root.stream(), &graph) != cudaSuccess) ok = false;
+  (void)cudaGetLastError();
+  auto cg = std::make_unique<cached_graph>();
+  cg->graph = graph;
+  if (!ok || graph == nullptr || cudaGraphInstantiate(&cg->exec, graph, 0) != cudaSuccess ||
+      !find_task_node<Task>(*cg)) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  ++s.rank_graphs.captures;
+  return cg;
+}
+
+/// The value fold of reduce_to_future on a set spanning processes: the local half (replayed from
+/// `local`'s graph where it holds one, else the eager gather and packing), then the collective half
+/// (replayed from the set's rank graphs where the call repeats, else the eager all-gather and
+/// checked fold), `fold` writing the value to `out`.
+template <class P, class R, class Fold, class Partial>
+void fold_value_across_ranks(set_state& s, const partition& part, Partial& partial, const Fold& fold, R* out,
+                             graph_cache::entry* local) {
+  const rank_slots<P> rs(s);
+  const int ranks = s.ranks.ranks(), me = s.ranks.rank();
+  char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(ranks));
+  int* missing = s.missing_rank_word();
+  const std::uint64_t stamp = s.link->next_stamp();
+  const auto pack = [&](const slot_table<P>& t) {
+    return pack_task<P>{t, buffer + static_cast<std::size_t>(me) * rs.slot, s.ranks.first(me), rs.stride, rs.stamp_at, stamp};
+  };
+  if (local != nullptr && local->graph) {
+    const slot_table<P> t = slot_table_of<P>(s, part);
+    replay_fold<P>(s, part, *local->graph, t, pack(t));
+  } else {
+    launch_on_root(s, pack(gather<P>(s, part, partial)));
+  }
+  using task_t = checked_task<fold_task<P, R, Fold>>;
+  task_t task{fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), out, fold}, buffer, ranks, rs.slot,
+              rs.stamp_at, stamp, missing};
+  graph_cache::entry* coll = nullptr;
+  if (s.use_graphs) {
+    call_key key;  // the same on every rank
+    key.add_type(typeid(task_t));
+    key.add(s.rank_buffer_generation());
+    for (std::size_t i = 0; i < part.places(); ++i) key.add(part.count(i));
+    coll = &s.rank_graphs.lookup(key.bytes());
+    if (!coll->graph && !coll->failed && ++coll->seen >= 2) {
+      coll->graph = capture_collective(s, buffer, rs.slot, task);
+      if (!coll->graph) coll->failed = true;
+    }
+  }
+  if (coll != nullptr && coll->graph) {
+    at_place(s, s.root_index, [&](place_state& root) {
+      set_fold_params(*coll->graph, task);
+      STRATA_CUDA_CHECK(cudaGraphLaunch(coll->graph->exec, root.stream()));
+    });
+    ++s.rank_graphs.replays;
+  } else {
+    at_place(s, s.root_index, [&](place_state& root) { s.link->all_gather(buffer, rs.slot, root.stream()); });
+    launch_on_root(s, task);
+  }
+  at_place(s, s.root_index, [&](place_state& root) {
+    STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), root.stream()));
+  });
+  s.fold_used = true;
+}
 }  // namespace strata::detail

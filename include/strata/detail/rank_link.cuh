@@ -111,6 +111,10 @@ class rank_link {
   virtual int ranks() const noexcept = 0;
   /// The GPU this rank's collectives run on.
   virtual int device() const noexcept = 0;
+  /// True if this rank's collectives may be captured into a CUDA graph (enqueued by this thread
+  /// on the stream given, nothing else in between): the set's graph replay across ranks needs it
+  /// on every rank (spanning_set agrees on it once).
+  virtual bool capturable() const noexcept = 0;
   /// The stamp of the next collective (counted: call once per collective, on every rank).
   virtual std::uint64_t next_stamp() = 0;
   /// Enqueues on `stream` an in-place all-gather of `slot_bytes` bytes per rank in `buffer`

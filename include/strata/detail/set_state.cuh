@@ -58,6 +58,7 @@ class set_state {
     // Places first (they drain their streams), then what the root owned.
     places.clear();
     graphs.clear();
+    rank_graphs.clear();
     if (!root_events_.empty() || fold_done_ != nullptr) {
       quiet_device_switch on(root_device_);
       for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
@@ -148,9 +149,17 @@ class set_state {
       device_free(root_device_, rank_dev_);
       rank_dev_ = fresh;
       rank_bytes_ = bytes;
+      ++rank_generation_;
     }
     return static_cast<char*>(rank_dev_);
   }
+  /// How often the rank buffer has grown. It grows at the same call on every rank (the sizes it is
+  /// asked for are the same everywhere), so this count is the same on every rank, unlike the
+  /// buffer's address: what a graph of a collective is keyed by (rank_fold.cuh).
+  std::uint64_t rank_buffer_generation() const noexcept { return rank_generation_; }
+  /// On a set spanning processes: the collective halves of repeated folds, captured and replayed
+  /// on every rank alike (keys the same on every rank; rank_fold.cuh).
+  graph_cache rank_graphs;
 
   /// Fold workspace: `bytes` on the root device and as pinned host memory, for the scalar
   /// partials of folds (ensure_fold_workspace) or for the array partials of array folds
@@ -230,6 +239,7 @@ class set_state {
   int root_device_ = 0;
   void* rank_dev_ = nullptr;
   std::size_t rank_bytes_ = 0;
+  std::uint64_t rank_generation_ = 0;
   int* missing_ = nullptr;
   // Device memory on the root and pinned host memory of the same size.
   struct workspace {

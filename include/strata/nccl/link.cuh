@@ -56,6 +56,9 @@ class nccl_link final : public rank_link {
   int rank() const noexcept override { return rank_; }
   int ranks() const noexcept override { return size; }
   int device() const noexcept override { return device_; }
+  // Ranks sharing a GPU in this process launch through the hub, from whichever thread arrives
+  // last: their collectives cannot be captured by their own threads.
+  bool capturable() const noexcept override { return hub == nullptr; }
   std::uint64_t next_stamp() override { return gather_stamp(++calls); }
   void all_gather(char* buffer, std::size_t slot, cudaStream_t on) override {
     const char* who = "strata: all-gather across ranks";

@@ -29,14 +29,30 @@ namespace strata {
 /// across ranks are not measured); get/set only reach this rank's elements.
 ///
 /// Collective (one all-gather of the place counts): every rank calls it. `options` applies to this
-/// rank's places (force_host_staging: the places' merge goes through pinned memory; graph replay
-/// is always off). Throws std::invalid_argument on every rank if a rank asks for no places or the
+/// rank's places (force_host_staging: the places' fold goes through pinned memory). Graph replay
+/// of repeated value folds (use_graphs, STRATA_DISABLE_GRAPHS) is on only where every rank asks
+/// for it and can capture its collectives (not for ranks of one process that share a GPU): the
+/// ranks must replay the same collectives. Throws std::invalid_argument on every rank if a rank asks for no places or the
 /// ranks' places add up to more than 64; strata::nccl_error if the all-gather fails.
 inline device_set spanning_set(const process_group& g, std::size_t places = 1, device_set_options options = {}) {
-  const std::uint64_t mine = places;
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(g.size()));
+  // Every rank's place count, and whether it can replay its collectives from graphs: the set does
+  // so only if every rank can (NCCL requires every rank to capture the same collectives).
+  struct mine_t {
+    std::uint64_t places;
+    std::uint64_t graphs;
+  };
+  if (detail::env_switch_on("STRATA_DISABLE_GRAPHS")) options.use_graphs = false;
+  const mine_t mine{places, options.use_graphs && g.s_->capturable() ? 1u : 0u};
+  std::vector<mine_t> all(static_cast<std::size_t>(g.size()));
   g.all_gather(&mine, sizeof mine, all.data());
-  detail::rank_map map(std::vector<std::size_t>(all.begin(), all.end()), g.rank(), detail::max_places);
+  std::vector<std::size_t> counts;
+  bool graphs = true;
+  for (const mine_t& m : all) {
+    counts.push_back(static_cast<std::size_t>(m.places));
+    graphs = graphs && m.graphs != 0;
+  }
+  detail::rank_map map(counts, g.rank(), detail::max_places);
+  options.use_graphs = graphs;
   return detail::make_spanning_set(g.s_, std::move(map), options);
 }
 

@@ -75,3 +75,25 @@ TEST(NcclSpanning, HistogramsAgreeWithTheHostOnEveryRank) {
     EXPECT_EQ(strata::histogram_range(x, std::vector<std::int64_t>{-100, -7, 7, 101}), range) << "range";
   });
 }
+
+// A repeated value fold on a spanning set is replayed from graphs: the local half (gather and
+// packing) by each rank, the collective half (all-gather and fold) by every rank at the same calls.
+// The values follow the data, the initial value and the operator's state on every replay.
+TEST(NcclSpanning, RepeatedReducesReplayFromGraphsAndFollowTheData) {
+  const auto set = strata::spanning_set(group(), 1 + static_cast<std::size_t>(world_rank() % 3));
+  ASSERT_TRUE(set.state().use_graphs) << "graph replay should be on here (STRATA_DISABLE_GRAPHS unset, one rank per process)";
+  const std::uint64_t n = 100003;
+  strata::distributed_vector<std::int64_t> x(n, std::int64_t{0}, set);
+  const auto replays_before = set.state().rank_graphs.replays, local_before = set.state().graphs.replays;
+  for (std::int64_t k = 0; k < 20; ++k) {
+    strata::fill(x, k);
+    x.set(x.span().local_range().offset, 0);  // this rank's first element is 0 (every rank's: a collective minimum)
+    const std::int64_t want = k * static_cast<std::int64_t>(n - static_cast<std::uint64_t>(world_size())) + 3 * k;
+    EXPECT_EQ(strata::reduce(x, 3 * k), want) << "k=" << k;
+    const auto lo = strata::min_element(x);
+    EXPECT_EQ(lo.value, 0) << "k=" << k;
+    EXPECT_EQ(lo.index, 0u) << "k=" << k << ": the first smallest is rank 0's first element";
+  }
+  EXPECT_GE(set.state().rank_graphs.replays - replays_before, 30u) << "the collective half was replayed";
+  EXPECT_GE(set.state().graphs.replays - local_before, 30u) << "the local half was replayed";
+}
