@@ -110,6 +110,19 @@ cudaError_t inclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::
   return dispatch::Dispatch(temp, bytes, in, out, op, cub::NullType{}, static_cast<cub_offset>(n), stream);
 }
 
+// CUB's scan dispatch that applies an initial value and still scans inclusively. CCCL 3.0 took
+// the flag as a scoped enum before the policy hub; CCCL 2.8 as a bool after it.
+#if CUB_VERSION >= 300000
+template <class It, class Out, class Op, class Init, class Acc>
+using forced_inclusive_scan = cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, cub::ForceInclusive::Yes>;
+#else
+template <class It, class Out, class Op, class Init, class Acc>
+using forced_inclusive_scan =
+    cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc,
+                      cub::detail::scan::policy_hub<cub::detail::value_t<It>, cub::detail::value_t<Out>, Acc, cub_offset, Op>,
+                      true>;
+#endif
+
 /// Inclusive scan seeded with `*init` read on the device when the scan runs (a multi-place
 /// scan's offset for this segment; init != nullptr) or with `value`:
 /// out[i] = seed op in[0] op ... op in[i]. One kernel instantiation serves both.
@@ -117,7 +130,7 @@ template <class Acc, class It, class Out, class Op>
 cudaError_t inclusive_scan_seeded(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                                   const Acc* init, const Acc& value, cudaStream_t stream) {
   using init_t = cub::detail::InputValue<Acc, const Acc*>;
-  using dispatch = cub::DispatchScan<It, Out, Op, init_t, cub_offset, Acc, cub::ForceInclusive::Yes>;
+  using dispatch = forced_inclusive_scan<It, Out, Op, init_t, Acc>;
   const init_t iv = init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
   return dispatch::Dispatch(temp, bytes, in, out, op, iv, static_cast<cub_offset>(n), stream);
 }
