@@ -4,7 +4,8 @@
 # level less in the prefix computations), and configures a consumer against the result.
 #   cmake -DPREFIX=<install prefix> -DWORK=<scratch> -DCONSUMER=<consumer source>
 #         -DGENERATOR=<gen> -DCUDA_ARCHS=<archs> -P check_layout.cmake
-foreach(f include/strata/strata.cuh include/strata/version.hpp include/strata/detail/merge.cuh
+foreach(f include/strata/strata.cuh include/strata/version.hpp include/strata/detail/fold.cuh
+          include/strata/detail/sort/splitters.cuh include/strata/nccl/link.cuh
           lib/cmake/Strata/StrataConfig.cmake lib/cmake/Strata/StrataConfigVersion.cmake
           lib/cmake/Strata/StrataTargets.cmake)
   if(NOT EXISTS "${PREFIX}/${f}")
