@@ -264,7 +264,7 @@ distributed_span<range_value_t<R>> remove_if(R&& r_in, Pred pred) {
 /// Removes the elements equal to `value` (compared with ==), in place; see remove_if.
 template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
 distributed_span<range_value_t<R>> remove(R&& r, const range_value_t<R>& value) {
-  return remove_if(r, detail::equal_to_value<range_value_t<R>>{value});
+  return strata::remove_if(r, detail::equal_to_value<range_value_t<R>>{value});
 }
 
 /// Removes, in place, every element equal (under `eq`, default ==) to the element before it in

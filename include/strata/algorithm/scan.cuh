@@ -149,7 +149,7 @@ void inclusive_scan(const In& in, Out&& out, Op op, nosync_t) {
 /// As inclusive_scan(in, out) (a sum), returning once the work is enqueued (see strata::nosync).
 template <class In, class Out, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void inclusive_scan(const In& in, Out&& out, nosync_t) {
-  inclusive_scan(in, out, ::cuda::std::plus<>{}, nosync);
+  strata::inclusive_scan(in, out, ::cuda::std::plus<>{}, nosync);
 }
 /// Inclusive scan with an initial value, as std::inclusive_scan's form with `init`:
 /// out[i] = init op in[0] op ... op in[i], accumulated in the type of `init`. Requirements and
@@ -185,7 +185,7 @@ void exclusive_scan(const In& in, Out&& out, T init, Op op, nosync_t) {
 template <class In, class Out, class T,
           class = std::enable_if_t<detail::scan_ranges_v<In, Out> && detail::not_nosync_v<T>>>
 void exclusive_scan(const In& in, Out&& out, T init, nosync_t) {
-  exclusive_scan(in, out, init, ::cuda::std::plus<>{}, nosync);
+  strata::exclusive_scan(in, out, init, ::cuda::std::plus<>{}, nosync);
 }
 
 /// Transform inclusive scan: out[i] = f(in[0]) op ... op f(in[i]), accumulated in the common type
