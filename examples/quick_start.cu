@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-int main() {
+int main() try {
   auto gpus = strata::device_set::all();                    // every visible GPU, peer access on
   std::vector<float> host(10'000'000, 1.0f);
   strata::distributed_vector<float> x(host, gpus);          // split evenly across the GPUs
@@ -20,4 +20,7 @@ int main() {
   std::printf("sum = %.0f, dot = %.0f, last prefix = %.0f at index %llu, x[0] = %.0f\n", sum, dot, big.value,
               static_cast<unsigned long long>(big.index), x.get(0));
   return (sum == 1e7f && big.index == x.size() - 1) ? 0 : 1;
+} catch (const std::exception& e) {                         // e.g. no GPU: strata::cuda_error
+  std::fprintf(stderr, "quick_start: %s\n", e.what());
+  return 1;
 }

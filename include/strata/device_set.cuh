@@ -33,6 +33,9 @@ inline int device_count_from(cudaError_t e, int n, int driver_version, int runti
   if (e == cudaSuccess) return n;
   if (e == cudaErrorNoDevice) return 0;
   if (e == cudaErrorInsufficientDriver && driver_version == 0) return 0;
+  // The stub libcuda.so that container images and CI machines carry for linking, where no driver
+  // is installed: no driver, as far as the caller is concerned.
+  if (e == cudaErrorStubLibrary) return 0;
   std::string call = "cudaGetDeviceCount";
   if (e == cudaErrorInsufficientDriver) {
     const auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); };

@@ -55,6 +55,7 @@ TEST(DeviceSetHost, DeviceCountSkipsOnlyWhenThereIsTrulyNoDevice) {
   EXPECT_EQ(device_count_from(cudaSuccess, 3, 13000, 13000), 3);
   EXPECT_EQ(device_count_from(cudaErrorNoDevice, 0, 13000, 13000), 0);
   EXPECT_EQ(device_count_from(cudaErrorInsufficientDriver, 0, 0, 13000), 0);  // no driver installed
+  EXPECT_EQ(device_count_from(cudaErrorStubLibrary, 0, 0, 13000), 0);  // the link stub, no driver
   try {
     (void)device_count_from(cudaErrorInsufficientDriver, 0, 12020, 13000);
     FAIL() << "a driver too old for the runtime passed as no device";
