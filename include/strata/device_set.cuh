@@ -388,6 +388,7 @@ inline device_set make_spanning_set(std::shared_ptr<rank_link> link, rank_map ma
   for (std::size_t i = 0; i < k; ++i)
     for (std::size_t j = 0; j < k; ++j)
       s->direct[i * k + j] = (i == j || (map.local(i) && map.local(j) && !s->force_host_staging)) ? 1 : 0;
+  s->link_set_id = ++link->next_set_id;
   s->link = std::move(link);
   s->ranks = std::move(map);
   return device_set(std::move(s));

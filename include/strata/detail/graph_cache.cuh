@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -67,7 +68,12 @@ class graph_cache {
     if (map_.size() >= max_entries && map_.find(key) == map_.end()) map_.clear();  // bounded: start over
     return map_[key];
   }
-  void clear() { map_.clear(); }
+  void clear() noexcept { map_.clear(); }
+  /// Drops the entries whose key starts with `prefix`.
+  void erase_prefix(const std::string& prefix) noexcept {
+    for (auto it = map_.begin(); it != map_.end();)
+      it = it->first.compare(0, prefix.size(), prefix) == 0 ? map_.erase(it) : std::next(it);
+  }
   std::uint64_t replays = 0;   ///< graph launches served (tests read it)
   std::uint64_t captures = 0;  ///< graphs captured
 

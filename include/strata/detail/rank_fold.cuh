@@ -113,7 +113,9 @@ void fold_across_ranks(set_state& s, const slot_table<P>& local, std::size_t scr
 // collective half (the all-gather and the checked fold), keyed only by what is the same on every
 // rank (the types, the global layout, the rank buffer's generation), so every rank captures and
 // replays it at the same calls. Both have their root task's parameters rewritten on every replay
-// (the stamp, the result slot, the fold's state).
+// (the stamp, the result slot, the fold's state). The collective graphs are kept by the link, not
+// the set: NCCL cannot abort or destroy a communicator while a graph holding one of its
+// collectives exists, so the link drops them first (rank_link.cuh).
 
 /// Captures the collective half of a rank fold on the root's stream: the all-gather of `slot`
 /// bytes per rank in `buffer`, then `task` on the root. Returns nullptr if it cannot be captured;
@@ -145,7 +147,7 @@ std::unique_ptr<cached_graph> capture_collective(set_state& s, char* buffer, std
     (void)cudaGetLastError();
     return nullptr;
   }
-  ++s.rank_graphs.captures;
+  ++s.link->collective_graphs.captures;
   return cg;
 }
 
@@ -176,10 +178,11 @@ void fold_value_across_ranks(set_state& s, const partition& part, Partial& parti
   graph_cache::entry* coll = nullptr;
   if (s.use_graphs) {
     call_key key;  // the same on every rank
+    key.add(s.link_set_id);  // first: the set's entries are dropped by this prefix when it goes
     key.add_type(typeid(task_t));
     key.add(s.rank_buffer_generation());
     for (std::size_t i = 0; i < part.places(); ++i) key.add(part.count(i));
-    coll = &s.rank_graphs.lookup(key.bytes());
+    coll = &s.link->collective_graphs.lookup(key.bytes());
     if (!coll->graph && !coll->failed && ++coll->seen >= 2) {
       coll->graph = capture_collective(s, buffer, rs.slot, task);
       if (!coll->graph) coll->failed = true;
@@ -190,7 +193,7 @@ void fold_value_across_ranks(set_state& s, const partition& part, Partial& parti
       set_fold_params(*coll->graph, task);
       STRATA_CUDA_CHECK(cudaGraphLaunch(coll->graph->exec, root.stream()));
     });
-    ++s.rank_graphs.replays;
+    ++s.link->collective_graphs.replays;
   } else {
     at_place(s, s.root_index, [&](place_state& root) { s.link->all_gather(buffer, rs.slot, root.stream()); });
     launch_on_root(s, task);

@@ -4,6 +4,8 @@
 // layer implements. The core itself stays free of NCCL and MPI.
 #pragma once
 
+#include <strata/detail/graph_cache.cuh>
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -140,6 +142,18 @@ class rank_link {
   /// Aborts the transport and throws the error that says rank `missing` did not contribute to a
   /// collective of `who`.
   [[noreturn]] virtual void fail_missing(int missing, const char* who) = 0;
+
+  /// The captured collective halves of repeated folds of every set over this link
+  /// (rank_fold.cuh), keyed first by the set's id. They live here rather than in the sets because
+  /// a communicator cannot be aborted or destroyed while a graph that captured one of its
+  /// collectives exists (NCCL waits for such graphs to go), so an implementation drops them first
+  /// (drop_collective_graphs) when it aborts or destroys its communicator.
+  graph_cache collective_graphs;
+  /// The id of the next set made over this link: the same on every rank, since sets spanning
+  /// ranks are made collectively, in the same order everywhere.
+  std::uint64_t next_set_id = 0;
+  /// Destroys every captured collective graph (an in-flight one is freed when it ends).
+  void drop_collective_graphs() noexcept { collective_graphs.clear(); }
 };
 
 }  // namespace strata::detail

@@ -58,7 +58,7 @@ class set_state {
     // Places first (they drain their streams), then what the root owned.
     places.clear();
     graphs.clear();
-    rank_graphs.clear();
+    if (link != nullptr) link->collective_graphs.erase_prefix(link_set_key());
     if (!root_events_.empty() || fold_done_ != nullptr) {
       quiet_device_switch on(root_device_);
       for (cudaEvent_t e : root_events_) (void)cudaEventDestroy(e);
@@ -157,9 +157,12 @@ class set_state {
   /// asked for are the same everywhere), so this count is the same on every rank, unlike the
   /// buffer's address: what a graph of a collective is keyed by (rank_fold.cuh).
   std::uint64_t rank_buffer_generation() const noexcept { return rank_generation_; }
-  /// On a set spanning processes: the collective halves of repeated folds, captured and replayed
-  /// on every rank alike (keys the same on every rank; rank_fold.cuh).
-  graph_cache rank_graphs;
+  /// On a set spanning processes: its id among the sets over its link (the same on every rank),
+  /// and the prefix of its keys in the link's collective graphs (rank_fold.cuh).
+  std::uint64_t link_set_id = 0;
+  std::string link_set_key() const {
+    return std::string(reinterpret_cast<const char*>(&link_set_id), sizeof link_set_id);
+  }
 
   /// Fold workspace: `bytes` on the root device and as pinned host memory, for the scalar
   /// partials of folds (ensure_fold_workspace) or for the array partials of array folds

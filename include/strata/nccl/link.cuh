@@ -111,6 +111,10 @@ class nccl_link final : public rank_link {
   void abort() noexcept {
     if (aborted || comm == nullptr) return;
     aborted = true;
+    // NCCL's abort waits until no graph holding one of the communicator's collectives exists
+    // (its persistent references): drop the captured ones first (one in flight is freed when the
+    // abort has stopped its kernels).
+    drop_collective_graphs();
     (void)ncclCommAbort(comm);
     (void)cudaGetLastError();  // (what NCCL left: see check_nccl)
   }
@@ -324,6 +328,7 @@ void nccl_link::launch(const char* who, F&& enqueue) {
 }
 
 inline nccl_link::~nccl_link() {
+  drop_collective_graphs();  // (before the communicator goes: see abort)
   if (stream != nullptr) {
     quiet_device_switch g(device_);
     (void)cudaStreamSynchronize(stream);

@@ -84,7 +84,7 @@ TEST(NcclSpanning, RepeatedReducesReplayFromGraphsAndFollowTheData) {
   ASSERT_TRUE(set.state().use_graphs) << "graph replay should be on here (STRATA_DISABLE_GRAPHS unset, one rank per process)";
   const std::uint64_t n = 100003;
   strata::distributed_vector<std::int64_t> x(n, std::int64_t{0}, set);
-  const auto replays_before = set.state().rank_graphs.replays, local_before = set.state().graphs.replays;
+  const auto replays_before = set.state().link->collective_graphs.replays, local_before = set.state().graphs.replays;
   for (std::int64_t k = 0; k < 20; ++k) {
     strata::fill(x, k);
     x.set(x.span().local_range().offset, 0);  // this rank's first element is 0 (every rank's: a collective minimum)
@@ -94,6 +94,6 @@ TEST(NcclSpanning, RepeatedReducesReplayFromGraphsAndFollowTheData) {
     EXPECT_EQ(lo.value, 0) << "k=" << k;
     EXPECT_EQ(lo.index, 0u) << "k=" << k << ": the first smallest is rank 0's first element";
   }
-  EXPECT_GE(set.state().rank_graphs.replays - replays_before, 30u) << "the collective half was replayed";
+  EXPECT_GE(set.state().link->collective_graphs.replays - replays_before, 30u) << "the collective half was replayed";
   EXPECT_GE(set.state().graphs.replays - local_before, 30u) << "the local half was replayed";
 }
