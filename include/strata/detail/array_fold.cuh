@@ -58,7 +58,7 @@ __global__ void array_fold_kernel(slot_table<P> t, std::uint64_t n, P init, bool
 template <class P>
 struct array_slots {
   std::size_t payload, slot, stamp_at;
-  array_slots(std::uint64_t n, int)
+  explicit array_slots(std::uint64_t n)
       : payload(static_cast<std::size_t>(n) * sizeof(P)), slot(gather_slot_bytes(payload)), stamp_at(gather_stamp_at(payload)) {}
 };
 
@@ -167,7 +167,7 @@ void fold_arrays(const char* name, set_state& s, const partition& part, std::uin
     });
   } else {
     // Across ranks: this rank's places folded into its slot, stamped, all-gathered, folded again.
-    const array_slots<P> as(n, 0);
+    const array_slots<P> as(n);
     const int ranks = s.ranks.ranks(), me = s.ranks.rank();
     char* buffer = s.rank_buffer(as.slot * static_cast<std::size_t>(ranks));
     char* mine = buffer + static_cast<std::size_t>(me) * as.slot;
