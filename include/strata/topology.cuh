@@ -77,6 +77,18 @@ struct topology_options {
 
 namespace detail {
 
+/// Checks measure_topology's options before any device work: a bandwidth copy of at least 4
+/// bytes (the size of the latency copy: a smaller one measures nothing but latency) and at least
+/// one timed repetition. Throws std::invalid_argument naming the bad field otherwise.
+inline void check_topology_options(const topology_options& o) {
+  if (o.bandwidth_bytes < 4)
+    throw std::invalid_argument("strata::measure_topology: bandwidth_bytes is " + std::to_string(o.bandwidth_bytes) +
+                                "; at least 4 bytes are needed (the default is 256 MiB)");
+  if (o.repeats < 1)
+    throw std::invalid_argument("strata::measure_topology: repeats is " + std::to_string(o.repeats) +
+                                "; at least one timed repetition is needed");
+}
+
 /// Place weights proportional to the throughput each place can expect: its device's measured
 /// bandwidth shared evenly by the places on that device (of the same rank: `ranks[i]` owns
 /// place i, and two ranks' device 0 are different GPUs). Pure math (host tests exercise it).
@@ -257,8 +269,10 @@ inline void measure_local_pairs(const device_set& set, set_state& s, const topol
 /// measured (0; see topology). Throws strata::cuda_error if a CUDA call or an allocation fails;
 /// across ranks the ranks first agree, so if one rank fails every rank throws strata::cuda_error
 /// (that rank its own, the others one naming it), and the link's error (strata::nccl_error) if a
-/// rank does not take part.
+/// rank does not take part. Throws std::invalid_argument, before any device work, for
+/// `bandwidth_bytes` under 4 or `repeats` under 1 (zero figures would be cached otherwise).
 inline const topology& measure_topology(const device_set& set, topology_options options = {}) {
+  detail::check_topology_options(options);
   const detail::call_scope scope(set.state(), "strata::measure_topology");
   detail::set_state& s = scope.state();
   if (s.measured_topology && !options.refresh) return *std::static_pointer_cast<const topology>(s.measured_topology);

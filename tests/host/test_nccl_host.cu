@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -51,6 +52,10 @@ TEST(NcclHost, ProcessGroupChecksItsArgumentsBeforeAnyNcclCall) {
   EXPECT_THROW(process_group::create_all({}), std::invalid_argument);
   EXPECT_THROW(process_group::create_all({n}), std::out_of_range);  // before any NCCL call
   if (n > 0) EXPECT_NO_THROW(process_group::check_local_arguments(1, 3, {0, 0}));
+  // A timeout that is not positive would make every collective give up at once.
+  EXPECT_THROW(process_group::check_timeout(std::chrono::milliseconds(0)), std::invalid_argument);
+  EXPECT_THROW(process_group::check_timeout(std::chrono::milliseconds(-5)), std::invalid_argument);
+  EXPECT_NO_THROW(process_group::check_timeout(std::chrono::milliseconds(1)));
 }
 
 TEST(NcclHost, TheNcclLibraryReportsItsVersion) {

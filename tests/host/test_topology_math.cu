@@ -70,3 +70,20 @@ TEST(TopologyMath, RankFiguresMergeIntoOneTopology) {
   t.ranks = {0, 2, 1};
   EXPECT_THROW(strata::detail::merge_rank_topologies(t, all), std::invalid_argument) << "rank 2 gave no figures";
 }
+
+// measure_topology's options are checked before any device work: no zero-byte copy (its figures
+// would be cached and poison every later call) and at least one timed repetition.
+TEST(TopologyMath, BadOptionsAreRefusedBeforeAnyDeviceWork) {
+  strata::topology_options o;
+  EXPECT_NO_THROW(strata::detail::check_topology_options(o));
+  o.bandwidth_bytes = 0;
+  EXPECT_THROW(strata::detail::check_topology_options(o), std::invalid_argument);
+  o.bandwidth_bytes = 3;
+  EXPECT_THROW(strata::detail::check_topology_options(o), std::invalid_argument);
+  o.bandwidth_bytes = 4;
+  EXPECT_NO_THROW(strata::detail::check_topology_options(o));
+  o.repeats = 0;
+  EXPECT_THROW(strata::detail::check_topology_options(o), std::invalid_argument);
+  o.repeats = -2;
+  EXPECT_THROW(strata::detail::check_topology_options(o), std::invalid_argument);
+}

@@ -190,8 +190,18 @@ class process_group {
   /// How long Strata's collectives on this group wait for the other ranks before they abort the
   /// communicator and throw (default 60 s; see wait()).
   std::chrono::milliseconds timeout() const noexcept { return s_->timeout; }
-  /// Sets timeout() for every copy of this group.
-  void set_timeout(std::chrono::milliseconds t) const noexcept { s_->timeout = t; }
+  /// Sets timeout() for every copy of this group. Throws std::invalid_argument for a timeout that
+  /// is not positive (every collective would give up at once).
+  void set_timeout(std::chrono::milliseconds t) const {
+    check_timeout(t);
+    s_->timeout = t;
+  }
+  /// The check set_timeout() makes (exposed for the host tests).
+  static void check_timeout(std::chrono::milliseconds t) {
+    if (t.count() <= 0)
+      throw std::invalid_argument("strata::process_group::set_timeout: " + std::to_string(t.count()) +
+                                  " ms; a positive timeout is needed");
+  }
 
   /// Gathers `bytes` bytes from every rank, in rank order, into `out` (size() * bytes bytes, host
   /// memory): one ncclAllGather on the group's own stream through its device buffers, then a
