@@ -58,6 +58,12 @@ future<bool> quantifier_async(const char* name, const R& r_in, Pred pred, quanti
 /// strata::cuda_error if a CUDA call fails (from get()/wait() for failures in the device work).
 template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
 future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform) {
+  static_assert(std::is_invocable_v<const Tf&, const range_value_t<R>&>,
+                "strata::transform_reduce / count_if: the transform (or predicate) must take one element, f(x)");
+  static_assert(std::is_invocable_v<const Op&, const Acc&, const Acc&>,
+                "strata::reduce / transform_reduce: the operator must combine two accumulators, op(acc, acc), the "
+                "accumulator being the type of init; the order is reduce(r, init, op) and "
+                "transform_reduce(r, init, op, f), as std::transform_reduce");
   const auto r = detail::as_span(r_in);
   return detail::reduce_to_future<Acc, Acc>("strata::transform_reduce", detail::require_places("strata::transform_reduce", r),
                                             r.partition(), detail::make_reduce_partial<Acc>(r, op, transform),

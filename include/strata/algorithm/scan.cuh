@@ -64,6 +64,12 @@ enum class scan_kind { inclusive, inclusive_init, exclusive };
 template <scan_kind Kind, class Acc, class In, class Out, class Op, class Tf>
 void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, const Acc& init, bool sync) {
   static_assert(!std::is_const_v<typename span_of_t<Out>::element_type>, "strata: the scan output must be mutable");
+  static_assert(std::is_invocable_v<const Op&, const Acc&, const Acc&>,
+                "strata scan: the operator must combine two accumulators, op(acc, acc). Strata's argument order is "
+                "std::inclusive_scan's: inclusive_scan(in, out, op, init) and exclusive_scan(in, out, init, op); "
+                "Thrust's inclusive_scan(first, last, result, init, op) puts init before op");
+  static_assert(std::is_invocable_v<const Tf&, const range_value_t<In>&>,
+                "strata transform scan: the transform must take one element of the input, f(x)");
   const auto in = as_span(in_r);
   const auto out = as_span(out_r);
   require_same_layout(name, in, out);
