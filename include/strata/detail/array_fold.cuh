@@ -187,11 +187,7 @@ void fold_arrays(const char* name, set_state& s, const partition& part, std::uin
       STRATA_CUDA_CHECK(cudaGetLastError());
     });
   }
-  {
-    device_guard g(root.device());
-    STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), root.stream()));
-    s.fold_used = true;
-  }
+  s.mark_fold_consumed();
   wait_root(s, name);
   std::memcpy(result, out, bytes);
 }

@@ -128,11 +128,13 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
   } else {
     // Across ranks: every rank's totals all-gathered, the offsets of every segment folded on
     // every rank in global segment order (each rank keeps those of its own places).
-    fold_across_ranks(s, local, max_places * rank_slots<P>(s).stride, [&](const rank_slots<P>& rs, char* buffer) {
-      totals = global_table(s, part, rs, buffer, 0);
-      offsets = global_table(s, part, rs, buffer, 1);
-      return offsets_task<P, Fold>{totals, offsets, fold};
-    });
+    fold_across_ranks<P>(
+        s, max_places * rank_slots<P>(s).stride, [&](const auto& pack) { launch_on_root(s, pack(local)); },
+        [&](const rank_slots<P>& rs, char* buffer) {
+          totals = global_table(s, part, rs, buffer, 0);
+          offsets = global_table(s, part, rs, buffer, 1);
+          return offsets_task<P, Fold>{totals, offsets, fold};
+        });
   }
   const cudaEvent_t ready = s.fold_done_event();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
@@ -142,6 +144,5 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
     scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
   });
 }
-
 
 }  // namespace strata::detail

@@ -114,9 +114,7 @@ void launch_on_root(set_state& s, const F& task) {
 template <class F>
 void run_on_root(set_state& s, const F& task) {
   launch_on_root(s, task);
-  device_guard g(s.root_device());
-  STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), s.root().stream()));
-  s.fold_used = true;
+  s.mark_fold_consumed();
 }
 
 /// Root task of a reduction: `*out = fold(table)`.

@@ -169,8 +169,7 @@ void replay_fold(set_state& s, const partition& part, cached_graph& g, const slo
   root_waits_for(s, t);
   set_fold_params(g, task);
   STRATA_CUDA_CHECK(cudaGraphLaunch(g.exec, root.stream()));
-  STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), root.stream()));
-  s.fold_used = true;
+  s.mark_fold_consumed();
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
     if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.fold_done_event(), 0));
   });

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <typeinfo>
 
 namespace strata::detail {
@@ -49,18 +50,6 @@ struct pack_task {
   }
 };
 
-/// One collective of a set spanning processes: the local values of `local` (already gathered on
-/// the root) packed with a fresh stamp into this rank's slot of the set's rank buffer, then the
-/// all-gather, both on the root's stream. Returns the stamp the folds check.
-template <class P>
-std::uint64_t all_gather_partials(set_state& s, const slot_table<P>& local, const rank_slots<P>& rs, char* buffer) {
-  const std::uint64_t stamp = s.link->next_stamp();
-  const auto me = static_cast<std::size_t>(s.ranks.rank());
-  pack_and_all_gather(s, buffer, rs.slot,
-                      pack_task<P>{local, buffer + me * rs.slot, s.ranks.first(s.ranks.rank()), rs.stride, rs.stamp_at, stamp});
-  return stamp;
-}
-
 /// The global slot table of a call over `part` on a set spanning processes: every non-empty
 /// segment of every rank, in segment order. Region 0 (the partials): every rank's values in its
 /// slot of the gathered `buffer`, this rank's included (so the places' fold slots are free again
@@ -86,20 +75,6 @@ slot_table<P> global_table(set_state& s, const partition& part, const rank_slots
     t.place[j] = static_cast<int>(i);
   }
   return t;
-}
-
-/// The cross-rank step of every fold on a set spanning processes, after the local gather to the
-/// root (`local`): the partials all-gathered between the ranks (all_gather_partials), then on the
-/// root `make_task(rank_slots, buffer)`'s task, checked for missing ranks (checked_task).
-/// `scratch` bytes after the slots in `buffer` are the task's (global_table, region 1).
-template <class P, class MakeTask>
-void fold_across_ranks(set_state& s, const slot_table<P>& local, std::size_t scratch, const MakeTask& make_task) {
-  const rank_slots<P> rs(s);
-  char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(s.ranks.ranks()) + scratch);
-  int* missing = s.missing_rank_word();
-  const std::uint64_t stamp = all_gather_partials(s, local, rs, buffer);
-  const auto task = make_task(rs, buffer);
-  run_on_root(s, checked_task<decltype(task)>{task, buffer, s.ranks.ranks(), rs.slot, rs.stamp_at, stamp, missing});
 }
 
 // ---- replaying a repeated fold across ranks from graphs --------------------------------------
@@ -151,37 +126,37 @@ std::unique_ptr<cached_graph> capture_collective(set_state& s, char* buffer, std
   return cg;
 }
 
-/// The value fold of reduce_to_future on a set spanning processes: the local half (replayed from
-/// `local`'s graph where it holds one, else the eager gather and packing), then the collective half
-/// (replayed from the set's rank graphs where the call repeats, else the eager all-gather and
-/// checked fold), `fold` writing the value to `out`.
-template <class P, class R, class Fold, class Partial>
-void fold_value_across_ranks(set_state& s, const partition& part, Partial& partial, const Fold& fold, R* out,
-                             graph_cache::entry* local) {
+/// The cross-rank step of every fold on a set spanning processes, in three parts on the root's
+/// stream. The local half: `local_half(pack)` enqueues the gather of this rank's partials to its
+/// root and then `pack(t)`'s task, which writes the partials of table `t` and the call's stamp
+/// into this rank's slot of the rank buffer. The collective half: the all-gather, then
+/// `make_task(rank_slots, buffer)`'s task on the root, checked for missing ranks (checked_task).
+/// Last the fold workspace is marked consumed. `scratch` bytes after the slots in `buffer` are
+/// the task's (global_table, region 1). With `repeat` (the call's partition) and the set's
+/// graphs on, the collective half of a repeated call is replayed from a graph of the link's,
+/// keyed only by what every rank shares; without, it always runs eagerly.
+template <class P, class LocalHalf, class MakeTask>
+void fold_across_ranks(set_state& s, std::size_t scratch, const LocalHalf& local_half, const MakeTask& make_task,
+                       const partition* repeat = nullptr) {
   const rank_slots<P> rs(s);
   const int ranks = s.ranks.ranks(), me = s.ranks.rank();
-  char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(ranks));
+  char* buffer = s.rank_buffer(rs.slot * static_cast<std::size_t>(ranks) + scratch);
   int* missing = s.missing_rank_word();
   const std::uint64_t stamp = s.link->next_stamp();
-  const auto pack = [&](const slot_table<P>& t) {
+  local_half([&](const slot_table<P>& t) {
     return pack_task<P>{t, buffer + static_cast<std::size_t>(me) * rs.slot, s.ranks.first(me), rs.stride, rs.stamp_at, stamp};
-  };
-  if (local != nullptr && local->graph) {
-    const slot_table<P> t = slot_table_of<P>(s, part);
-    replay_fold<P>(s, part, *local->graph, t, pack(t));
-  } else {
-    launch_on_root(s, pack(gather<P>(s, part, partial)));
-  }
-  using task_t = checked_task<fold_task<P, R, Fold>>;
-  task_t task{fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), out, fold}, buffer, ranks, rs.slot,
-              rs.stamp_at, stamp, missing};
+  });
+  const auto inner = make_task(rs, buffer);
+  using task_t = checked_task<std::decay_t<decltype(inner)>>;
+  task_t task{inner, buffer, ranks, rs.slot, rs.stamp_at, stamp, missing};
   graph_cache::entry* coll = nullptr;
-  if (s.use_graphs) {
+  if (repeat != nullptr && s.use_graphs) {
     call_key key;  // the same on every rank
     key.add(s.link_set_id);  // first: the set's entries are dropped by this prefix when it goes
     key.add_type(typeid(task_t));
     key.add(s.rank_buffer_generation());
-    for (std::size_t i = 0; i < part.places(); ++i) key.add(part.count(i));
+    key.add(scratch);
+    for (std::size_t i = 0; i < repeat->places(); ++i) key.add(repeat->count(i));
     coll = &s.link->collective_graphs.lookup(key.bytes());
     if (!coll->graph && !coll->failed && ++coll->seen >= 2) {
       coll->graph = capture_collective(s, buffer, rs.slot, task);
@@ -198,9 +173,26 @@ void fold_value_across_ranks(set_state& s, const partition& part, Partial& parti
     at_place(s, s.root_index, [&](place_state& root) { s.link->all_gather(buffer, rs.slot, root.stream()); });
     launch_on_root(s, task);
   }
-  at_place(s, s.root_index, [&](place_state& root) {
-    STRATA_CUDA_CHECK(cudaEventRecord(s.fold_done_event(), root.stream()));
-  });
-  s.fold_used = true;
+  s.mark_fold_consumed();
+}
+
+/// The value fold of reduce_to_future on a set spanning processes: fold_across_ranks with the
+/// local half replayed from `local`'s graph where it holds one (else the eager gather), the
+/// collective half replayable, and `fold` writing the value to `out` on every rank.
+template <class P, class R, class Fold, class Partial>
+void fold_value_across_ranks(set_state& s, const partition& part, Partial& partial, const Fold& fold, R* out,
+                             graph_cache::entry* local) {
+  const auto local_half = [&](const auto& pack) {
+    if (local != nullptr && local->graph) {
+      const slot_table<P> t = slot_table_of<P>(s, part);
+      replay_fold<P>(s, part, *local->graph, t, pack(t));
+    } else {
+      launch_on_root(s, pack(gather<P>(s, part, partial)));
+    }
+  };
+  fold_across_ranks<P>(
+      s, 0, local_half,
+      [&](const rank_slots<P>& rs, char* buffer) { return fold_task<P, R, Fold>{global_table(s, part, rs, buffer, 0), out, fold}; },
+      &part);
 }
 }  // namespace strata::detail

@@ -207,6 +207,14 @@ class set_state {
     }
     return fold_done_;
   }
+  /// Records the fold-done event on the root stream (after whatever the root has enqueued that
+  /// reads the fold workspace) and notes that later gathers must wait on it. Every fold ends here.
+  void mark_fold_consumed() {
+    const cudaEvent_t e = fold_done_event();
+    device_guard g(root_device_);
+    STRATA_CUDA_CHECK(cudaEventRecord(e, root().stream()));
+    fold_used = true;
+  }
   bool fold_used = false;
 
   /// A free result slot (pinned host memory plus an event on the root device).
