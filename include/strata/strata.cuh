@@ -12,8 +12,10 @@
 #include <strata/tags.cuh>
 #include <strata/topology.cuh>
 #include <strata/zip.cuh>
+#include <strata/algorithm/adjacent_difference.cuh>
 #include <strata/algorithm/compact.cuh>
 #include <strata/algorithm/copy.cuh>
+#include <strata/algorithm/find.cuh>
 #include <strata/algorithm/histogram.cuh>
 #include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/reduce.cuh>

@@ -3,6 +3,7 @@
 #include "test_util.cuh"
 
 #include <algorithm>
+#include <initializer_list>
 #include <limits>
 
 using namespace strata_test;
@@ -501,5 +502,140 @@ TEST(Histogram, MoreThan2To31Elements) {
     strata::distributed_vector<std::uint8_t> x(n, private_set(k), strata::partition_policy::even(), strata::no_init);
     strata::tabulate(x, byte_pattern{});
     EXPECT_EQ(strata::histogram_even(x, 251, 0, 251), want);
+  }
+}
+
+// ---- the first-index algorithms (algorithm/find.cuh) ------------------------------------
+
+namespace {
+
+struct above {
+  std::int32_t t;
+  __host__ __device__ bool operator()(std::int32_t x) const { return x > t; }
+};
+
+struct is_seven {
+  __host__ __device__ bool operator()(std::uint8_t b) const { return b == 7; }
+};
+
+struct descending {
+  __host__ __device__ bool operator()(std::int32_t a, std::int32_t b) const { return a > b; }
+};
+
+// The data with `marker` written at `at` (each in range) and nowhere else: random values stay in
+// [-100, 100].
+std::vector<std::int32_t> with_markers(std::vector<std::int32_t> h, std::initializer_list<std::uint64_t> at,
+                                       std::int32_t marker) {
+  for (std::uint64_t i : at)
+    if (i < h.size()) h[i] = marker;
+  return h;
+}
+
+// The first element of the last non-empty segment (0 if the first is the only one): a hit or a
+// descent there is found only through the fold's segment order and offsets.
+std::uint64_t last_segment_start(const strata::partition& part) {
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < part.places(); ++i)
+    if (part.count(i) > 0) at = part.offset(i);
+  return at;
+}
+
+}  // namespace
+
+// find, find_if, find_if_not and mismatch against std:: on every set and size: thresholds on the
+// random data (hits early or nowhere) and markers in a later place (hits found only through the
+// fold's order and the segment offsets), two markers (the first wins).
+TEST(Find, FirstHitsAgreeWithTheHost) {
+  for_each_case<std::int32_t>([&](const named_set& s, std::uint64_t n, const std::vector<std::int32_t>& h,
+                                  strata::distributed_vector<std::int32_t>& v) {
+    for (std::int32_t t : {-101, 0, 97, 100}) {
+      const auto want = static_cast<std::uint64_t>(std::find_if(h.begin(), h.end(), above{t}) - h.begin());
+      const auto want_not = static_cast<std::uint64_t>(std::find_if_not(h.begin(), h.end(), above{t}) - h.begin());
+      EXPECT_EQ(strata::find_if(v, above{t}), want) << "find_if x > " << t;
+      EXPECT_EQ(strata::find_if_not(v, above{t}), want_not) << "find_if_not x > " << t;
+    }
+    EXPECT_EQ(strata::find(v, 1000), n) << "absent";
+    if (n == 0) return;
+    const std::uint64_t late = last_segment_start(v.partition());
+    const std::uint64_t later = late + (n - late) / 2;
+    const auto m = with_markers(h, {later, n - 1, late}, 1000);
+    const strata::distributed_vector<std::int32_t> vm(m, s.set);
+    EXPECT_EQ(strata::find(vm, 1000), late) << "marker at the last segment's start";
+    EXPECT_EQ(strata::find_if(vm, above{500}), late);
+    const auto m2 = with_markers(h, {n - 1}, 1000);
+    const strata::distributed_vector<std::int32_t> vm2(m2, s.set);
+    EXPECT_EQ(strata::find(vm2, 1000), n - 1) << "marker at the end";
+    EXPECT_EQ(strata::mismatch(v, vm2), n - 1) << "mismatch at the end";
+    EXPECT_EQ(strata::mismatch(v, v), n) << "equal";
+    EXPECT_EQ(strata::mismatch(vm, vm2), std::min(late, n - 1)) << "two markers apart";
+    EXPECT_EQ(strata::find_async(vm2, 1000).get(), n - 1) << "async";
+  });
+}
+
+// is_sorted / is_sorted_until against std:: on every set and size: sorted data with duplicates
+// (non-strict order passes), a descent at the last segment's first element (only the boundary
+// check sees it), one at the last element, a descending comparator, and the random data.
+TEST(Find, SortednessAgreesWithTheHost) {
+  for_each_case<std::int32_t>([&](const named_set& s, std::uint64_t n, const std::vector<std::int32_t>& h,
+                                  strata::distributed_vector<std::int32_t>& v) {
+    const auto until = [](const std::vector<std::int32_t>& x) {
+      return static_cast<std::uint64_t>(std::is_sorted_until(x.begin(), x.end()) - x.begin());
+    };
+    EXPECT_EQ(strata::is_sorted_until(v), until(h)) << "random";
+    EXPECT_EQ(strata::is_sorted(v), std::is_sorted(h.begin(), h.end())) << "random";
+    auto sorted = h;
+    std::sort(sorted.begin(), sorted.end());
+    const strata::distributed_vector<std::int32_t> vs(sorted, s.set);
+    EXPECT_TRUE(strata::is_sorted(vs)) << "sorted, with duplicates";
+    EXPECT_EQ(strata::is_sorted_until(vs), n);
+    EXPECT_EQ(strata::is_sorted(vs, descending{}), n < 2 || sorted.front() == sorted.back()) << "descending";
+    auto reversed = sorted;
+    std::reverse(reversed.begin(), reversed.end());
+    const strata::distributed_vector<std::int32_t> vr(reversed, s.set);
+    EXPECT_TRUE(strata::is_sorted(vr, descending{})) << "descending comparator";
+    EXPECT_EQ(strata::is_sorted_until(vr, descending{}), n);
+    const std::uint64_t late = last_segment_start(vs.partition());
+    if (late > 0) {
+      auto b = sorted;
+      b[late] = b[late - 1] - 1;  // below its predecessor, at most its successor
+      const strata::distributed_vector<std::int32_t> vb(b, s.set);
+      EXPECT_EQ(strata::is_sorted_until(vb), until(b)) << "descent at a segment boundary";
+      EXPECT_EQ(until(b), late);
+      EXPECT_FALSE(strata::is_sorted(vb));
+    }
+    if (n >= 2) {
+      auto e = sorted;
+      e[n - 1] = e[n - 2] - 1;
+      const strata::distributed_vector<std::int32_t> ve(e, s.set);
+      EXPECT_EQ(strata::is_sorted_until(ve), until(e)) << "descent at the end";
+      EXPECT_FALSE(strata::is_sorted_async(ve).get());
+    }
+  });
+}
+
+TEST(Find, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  strata::distributed_vector<int> a(100, 1, set), shorter(99, 1, set);
+  strata::distributed_vector<int> other(100, 1, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  EXPECT_THROW((void)strata::mismatch(a, shorter), std::invalid_argument) << "sizes differ";
+  EXPECT_THROW((void)strata::mismatch(a, other), std::invalid_argument) << "layouts differ";
+  EXPECT_THROW((void)strata::find(strata::distributed_span<int>{}, 1), std::invalid_argument) << "no places";
+  EXPECT_THROW((void)strata::is_sorted(strata::distributed_span<int>{}), std::invalid_argument) << "no places";
+  EXPECT_EQ(strata::mismatch(a, a), 100u) << "and the set still works";
+}
+
+// Past 2^31 elements in one segment and across three: a hit and a descent near the end.
+TEST(Find, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
+  const std::uint64_t n = (1ull << 31) + 99;
+  for (std::size_t k : {1, 3}) {
+    SCOPED_TRACE(std::to_string(k) + " places");
+    strata::distributed_vector<std::uint8_t> x(n, private_set(k), strata::partition_policy::even(), strata::no_init);
+    strata::tabulate(x, byte_pattern{});
+    EXPECT_EQ(strata::find(x, std::uint8_t{250}), 250u);
+    EXPECT_EQ(strata::is_sorted_until(x), 251u) << "i mod 251 descends at 251";
+    strata::distributed_vector<std::uint8_t> y(n, std::uint8_t{7}, private_set(k));
+    EXPECT_TRUE(strata::is_sorted(y));
+    EXPECT_EQ(strata::find_if_not(y, is_seven{}), n);
   }
 }

@@ -2,6 +2,8 @@
 // matrix product mod 2^32), transform scans, in place, and a scan over 2^31 elements.
 #include "test_util.cuh"
 
+#include <numeric>
+
 using namespace strata_test;
 
 template <class T>
@@ -227,4 +229,53 @@ TEST(Scan, InclusiveWithInitNonCommutative) {
       for (std::uint64_t i = 0; i < n; ++i) want[i] = acc = mat2_mul{}(acc, h[i]);
       EXPECT_TRUE(out.to_std_vector() == want);
     }
+}
+
+// ---- adjacent_difference ---------------------------------------------------------------
+
+namespace {
+
+// 3a - b in 64 bits: not commutative, so the neighbour's side is checked too.
+struct three_a_minus_b {
+  __host__ __device__ std::int64_t operator()(std::int32_t a, std::int32_t b) const {
+    return 3 * static_cast<std::int64_t>(a) - b;
+  }
+};
+
+}  // namespace
+
+// Against std::adjacent_difference on every set and size, into poisoned outputs: differences,
+// a non-commutative operator into a wider type, and in place.
+TEST(AdjacentDifference, AgreesWithTheHost) {
+  for_each_case<std::int32_t>([&](const named_set& s, std::uint64_t n, const std::vector<std::int32_t>& h,
+                                  strata::distributed_vector<std::int32_t>& v) {
+    std::vector<std::int32_t> want(n);
+    std::adjacent_difference(h.begin(), h.end(), want.begin());
+    strata::distributed_vector<std::int32_t> out(n, s.set);
+    poison(out);
+    strata::adjacent_difference(v, out);
+    EXPECT_TRUE(out.to_std_vector() == want) << "differences";
+    std::vector<std::int64_t> want3(n);
+    for (std::uint64_t i = 0; i < n; ++i) want3[i] = i == 0 ? h[0] : three_a_minus_b{}(h[i], h[i - 1]);
+    strata::distributed_vector<std::int64_t> out3(n, s.set);
+    poison(out3);
+    strata::adjacent_difference(v, out3, three_a_minus_b{}, strata::nosync);
+    EXPECT_TRUE(out3.to_std_vector() == want3) << "not commutative, into int64, nosync";
+    strata::adjacent_difference(v, v);
+    EXPECT_TRUE(v.to_std_vector() == want) << "in place";
+  });
+}
+
+TEST(AdjacentDifference, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  strata::distributed_vector<int> a(100, 1, set), shorter(99, 3, set);
+  strata::distributed_vector<int> other(100, 4, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  EXPECT_THROW(strata::adjacent_difference(a, shorter), std::invalid_argument);
+  EXPECT_THROW(strata::adjacent_difference(a, other), std::invalid_argument);
+  EXPECT_EQ(shorter.to_std_vector(), std::vector<int>(99, 3));
+  EXPECT_EQ(other.to_std_vector(), std::vector<int>(100, 4));
+  strata::adjacent_difference(a, a);
+  std::vector<int> want(100, 0);
+  want[0] = 1;
+  EXPECT_EQ(a.to_std_vector(), want) << "and the set still works";
 }

@@ -53,6 +53,11 @@ struct square {
   __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x * x; }
 };
 
+// 3a - b: not commutative (adjacent_difference's neighbour side).
+struct three_a_minus_b {
+  __host__ __device__ std::int64_t operator()(std::int64_t a, std::int64_t b) const { return 3 * a - b; }
+};
+
 // `n` random matrices from `seed` and their host scans (inclusive; exclusive seeded with `init`)
 // under mat2_mul, which is associative and not commutative.
 struct mat2_case {

@@ -97,3 +97,37 @@ TEST(NcclSpanning, RepeatedReducesReplayFromGraphsAndFollowTheData) {
   EXPECT_GE(set.state().link->collective_graphs.replays - replays_before, 30u) << "the collective half was replayed";
   EXPECT_GE(set.state().graphs.replays - local_before, 30u) << "the local half was replayed";
 }
+
+// find, mismatch and sortedness across ranks: a marker in the last rank's share (found only
+// through the global segment order), a descent at that share's first element (only the boundary
+// check between ranks sees it), on every rank.
+TEST(NcclSpanning, FirstIndexAlgorithmsAgreeWithTheHostOnEveryRank) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    auto h = random_vector<std::int64_t>(n, seed);
+    std::sort(h.begin(), h.end());
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    EXPECT_TRUE(strata::is_sorted(x));
+    EXPECT_EQ(strata::is_sorted_until(x), n);
+    EXPECT_EQ(strata::find(x, std::int64_t{1} << 40), n);
+    if (n == 0) return;
+    std::uint64_t late = 0;
+    for (std::size_t i = 0; i < x.partition().places(); ++i)
+      if (x.partition().count(i) > 0) late = x.partition().offset(i);
+    auto m = h;
+    m[late] = std::int64_t{1} << 40;
+    m[n - 1] = std::int64_t{1} << 40;
+    const strata::distributed_vector<std::int64_t> y(m, set, policy);
+    EXPECT_EQ(strata::find(y, std::int64_t{1} << 40), late);
+    EXPECT_EQ(strata::find_if(y, odd{}), static_cast<std::uint64_t>(std::find_if(m.begin(), m.end(), odd{}) - m.begin()));
+    EXPECT_EQ(strata::mismatch(x, y), late);
+    EXPECT_EQ(strata::mismatch(x, x), n);
+    if (late > 0) {
+      auto d = h;
+      d[late] = d[late - 1] - 1;
+      const strata::distributed_vector<std::int64_t> z(d, set, policy);
+      EXPECT_EQ(strata::is_sorted_until(z), late);
+      EXPECT_FALSE(strata::is_sorted(z));
+    }
+  });
+}

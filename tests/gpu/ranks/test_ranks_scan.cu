@@ -37,3 +37,21 @@ TEST(NcclSpanning, ScansKeepTheGlobalOrder) {
     EXPECT_TRUE(b.to_std_vector() == mexc) << "exclusive, not commutative";
   });
 }
+
+// adjacent_difference across ranks: each share's first element takes its neighbour from the
+// previous rank's (or place's) last; a non-commutative operator and in place.
+TEST(NcclSpanning, AdjacentDifferenceTakesNeighboursAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    std::vector<std::int64_t> want(n), want3(n);
+    std::adjacent_difference(h.begin(), h.end(), want.begin());
+    for (std::uint64_t i = 0; i < n; ++i) want3[i] = i == 0 ? h[0] : 3 * h[i] - h[i - 1];
+    strata::distributed_vector<std::int64_t> x(h, set, policy);
+    strata::distributed_vector<std::int64_t> y(n, std::int64_t{-77}, set, policy);
+    strata::adjacent_difference(x, y, three_a_minus_b{});
+    EXPECT_TRUE(y.to_std_vector() == want3) << "3a - b";
+    strata::adjacent_difference(x, x);
+    EXPECT_TRUE(x.to_std_vector() == want) << "in place";
+  });
+}
