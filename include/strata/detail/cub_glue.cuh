@@ -43,8 +43,16 @@ template <class Acc, class Offset = cub_offset, class It, class Out, class Op, c
 cudaError_t reduce_no_init(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                            Transform transform, cudaStream_t stream) {
   using init_t = cub::detail::reduce::empty_problem_init_t<Acc>;
+#if CUB_VERSION >= 300300
+  // CCCL 3.3 moved DeviceReduce onto policy selectors: the DispatchTransformReduce alias no longer
+  // builds with its default policy hub, and cub::detail::reduce::dispatch (what DeviceReduce
+  // itself calls, with the accumulator type overridden) takes its place.
+  return cub::detail::reduce::dispatch<Acc>(temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream,
+                                            transform);
+#else
   return cub::DispatchTransformReduce<It, Out, Offset, Op, Transform, init_t, Acc>::Dispatch(
       temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream, transform);
+#endif
 }
 
 /// Writes only the last value a scan produces: lets a CUB scan compute an ordered segment
@@ -92,58 +100,66 @@ struct tabulate_output {
   __host__ __device__ difference_type operator-(const tabulate_output& o) const { return i - o.i; }
 };
 
+/// CUB's scan dispatch, with the accumulator type `Acc` and an initial value `init` (cub::NullType
+/// for none); `ForceInclusive` scans inclusively even with an initial value. CCCL 3.4 added
+/// cub::detail::scan::dispatch_with_accum (what DeviceScan itself calls; 3.5 deprecates
+/// DispatchScan); CCCL 3.0 to 3.3 take the flag as a scoped enum after the accumulator; CCCL 2.8
+/// as a bool after the policy hub.
+template <class Acc, bool ForceInclusive, class It, class Out, class Op, class Init>
+cudaError_t scan_dispatch(void* temp, std::size_t& bytes, It in, Out out, Op op, Init init, std::uint64_t n,
+                          cudaStream_t stream) {
+#if CUB_VERSION >= 300400
+  constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
+  return cub::detail::scan::dispatch_with_accum<Acc, force>(temp, bytes, in, out, op, init, static_cast<cub_offset>(n),
+                                                            stream);
+#elif CUB_VERSION >= 300000
+  constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
+  return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, force>::Dispatch(temp, bytes, in, out, op, init,
+                                                                               static_cast<cub_offset>(n), stream);
+#else
+  using hub = cub::detail::scan::policy_hub<cub::detail::value_t<It>, cub::detail::value_t<Out>, Acc, cub_offset, Op>;
+  return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, hub, ForceInclusive>::Dispatch(
+      temp, bytes, in, out, op, init, static_cast<cub_offset>(n), stream);
+#endif
+}
+
 /// Ordered (non-commutative-safe) total of `in[0..n)` under `op`, through a scan whose
 /// output keeps only the last value.
 template <class Acc, class It, class Op>
 cudaError_t ordered_total(void* temp, std::size_t& bytes, It in, Acc* out, std::uint64_t n, Op op,
                           cudaStream_t stream) {
   tabulate_output<last_value_writer<Acc>, Acc> sink{{out, n - 1}, 0};
-  using dispatch = cub::DispatchScan<It, decltype(sink), Op, cub::NullType, cub_offset, Acc>;
-  return dispatch::Dispatch(temp, bytes, in, sink, op, cub::NullType{}, static_cast<cub_offset>(n), stream);
+  return scan_dispatch<Acc, false>(temp, bytes, in, sink, op, cub::NullType{}, n, stream);
 }
 
 /// Inclusive scan of `in[0..n)` into `out` with no initial value.
 template <class Acc, class It, class Out, class Op>
 cudaError_t inclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                            cudaStream_t stream) {
-  using dispatch = cub::DispatchScan<It, Out, Op, cub::NullType, cub_offset, Acc>;
-  return dispatch::Dispatch(temp, bytes, in, out, op, cub::NullType{}, static_cast<cub_offset>(n), stream);
+  return scan_dispatch<Acc, false>(temp, bytes, in, out, op, cub::NullType{}, n, stream);
 }
 
-// CUB's scan dispatch that applies an initial value and still scans inclusively. CCCL 3.0 took
-// the flag as a scoped enum before the policy hub; CCCL 2.8 as a bool after it.
-#if CUB_VERSION >= 300000
-template <class It, class Out, class Op, class Init, class Acc>
-using forced_inclusive_scan = cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, cub::ForceInclusive::Yes>;
-#else
-template <class It, class Out, class Op, class Init, class Acc>
-using forced_inclusive_scan =
-    cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc,
-                      cub::detail::scan::policy_hub<cub::detail::value_t<It>, cub::detail::value_t<Out>, Acc, cub_offset, Op>,
-                      true>;
-#endif
+/// The initial value of a seeded scan: `*init` read on the device when the scan runs (a
+/// multi-place scan's offset for this segment; init != nullptr), else `value`. One kernel
+/// instantiation serves both.
+template <class Acc>
+cub::detail::InputValue<Acc, const Acc*> scan_seed(const Acc* init, const Acc& value) {
+  using init_t = cub::detail::InputValue<Acc, const Acc*>;
+  return init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
+}
 
-/// Inclusive scan seeded with `*init` read on the device when the scan runs (a multi-place
-/// scan's offset for this segment; init != nullptr) or with `value`:
-/// out[i] = seed op in[0] op ... op in[i]. One kernel instantiation serves both.
+/// Inclusive scan seeded with scan_seed(init, value): out[i] = seed op in[0] op ... op in[i].
 template <class Acc, class It, class Out, class Op>
 cudaError_t inclusive_scan_seeded(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                                   const Acc* init, const Acc& value, cudaStream_t stream) {
-  using init_t = cub::detail::InputValue<Acc, const Acc*>;
-  using dispatch = forced_inclusive_scan<It, Out, Op, init_t, Acc>;
-  const init_t iv = init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
-  return dispatch::Dispatch(temp, bytes, in, out, op, iv, static_cast<cub_offset>(n), stream);
+  return scan_dispatch<Acc, true>(temp, bytes, in, out, op, scan_seed(init, value), n, stream);
 }
 
-/// Exclusive scan seeded with `*init` read on the device (init != nullptr) or with `value`.
-/// One kernel instantiation serves both.
+/// Exclusive scan seeded with scan_seed(init, value).
 template <class Acc, class It, class Out, class Op>
 cudaError_t exclusive_scan(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                            const Acc* init, const Acc& value, cudaStream_t stream) {
-  using init_t = cub::detail::InputValue<Acc, const Acc*>;
-  using dispatch = cub::DispatchScan<It, Out, Op, init_t, cub_offset, Acc>;
-  const init_t iv = init != nullptr ? init_t(cub::FutureValue<Acc, const Acc*>(init)) : init_t(value);
-  return dispatch::Dispatch(temp, bytes, in, out, op, iv, static_cast<cub_offset>(n), stream);
+  return scan_dispatch<Acc, false>(temp, bytes, in, out, op, scan_seed(init, value), n, stream);
 }
 
 }  // namespace strata::detail
