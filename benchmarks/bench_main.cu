@@ -14,10 +14,12 @@
 #include <cub/cub.cuh>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
+#include <thrust/find.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/reduce.h>
 #include <thrust/scan.h>
 #include <thrust/sort.h>
+#include <thrust/tabulate.h>
 
 #include <algorithm>
 #include <chrono>
@@ -147,6 +149,12 @@ struct mul_to_double {
 struct fill_gen {
   float v;
   __host__ __device__ float operator()() const { return v; }
+};
+struct above_two {  // never true on [0, 1): find_if reads everything
+  __host__ __device__ bool operator()(float x) const { return x > 2.0f; }
+};
+struct index_float {  // non-decreasing: is_sorted reads everything
+  __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(i); }
 };
 
 template <class T>
@@ -291,6 +299,35 @@ void strata_fill(benchmark::State& st) {
   span_timer t(set);
   timed_loop(st, t, [&] { strata::fill(x, 1.5f, strata::nosync); });
   finish(st, size_of(st) * sizeof(float));
+}
+
+// find_if with no match (every element read; the index on the host).
+void strata_find_if(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(x);
+  span_timer t(set);
+  timed_loop(st, t, [&] { return strata::find_if_async(x, above_two{}); });
+  finish(st, size_of(st) * sizeof(float));
+}
+
+// is_sorted of sorted data (every element read).
+void strata_is_sorted(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  strata::tabulate(x, index_float{});
+  span_timer t(set);
+  timed_loop(st, t, [&] { return strata::is_sorted_async(x); });
+  finish(st, size_of(st) * sizeof(float));
+}
+
+void strata_adjacent_difference(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init), y(x);
+  random_fill(x);
+  span_timer t(set);
+  timed_loop(st, t, [&] { strata::adjacent_difference(x, y, cuda::std::minus<>{}, strata::nosync); });
+  finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
 // A 256-bin histogram of floats in [0, 1) (the bins on the host: the call waits).
@@ -632,6 +669,17 @@ void cub_histogram(benchmark::State& st) {
   finish(st, n * sizeof(float));
 }
 
+void cub_adjacent_difference(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  random_fill(x.p, n, a.s);
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceAdjacentDifference::SubtractLeftCopy(p, b, x.p, y.p, n, cuda::std::minus<>{}, a.s);
+    }); });
+  finish(st, 2.0 * n * sizeof(float));
+}
+
 void cub_copy(benchmark::State& st) {  // the anchor of a copy: one device-to-device memcpy
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -686,6 +734,34 @@ void thrust_reduce(benchmark::State& st) {  // includes Thrust's own host sync a
   for (auto _ : st) {
     a.t.start();
     benchmark::DoNotOptimize(thrust::reduce(thrust::cuda::par.on(a.s), x.p, x.p + n, 0.0f));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+// The anchors of find_if and is_sorted, which CUB lacks (CCCL 3.0): Thrust's calls, with their
+// own host sync and temp allocation, as thrust_reduce.
+void thrust_find_if(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  random_fill(x.p, n, a.s);
+  for (auto _ : st) {
+    a.t.start();
+    benchmark::DoNotOptimize(thrust::find_if(thrust::cuda::par.on(a.s), x.p, x.p + n, above_two{}));
+    st.SetIterationTime(a.t.stop());
+  }
+  finish(st, n * sizeof(float));
+}
+
+void thrust_is_sorted(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n);
+  thrust::tabulate(thrust::cuda::par.on(a.s), x.p, x.p + n, index_float{});
+  for (auto _ : st) {
+    a.t.start();
+    benchmark::DoNotOptimize(thrust::is_sorted(thrust::cuda::par.on(a.s), x.p, x.p + n));
     st.SetIterationTime(a.t.stop());
   }
   finish(st, n * sizeof(float));
@@ -766,7 +842,8 @@ void register_all() {
       {"fill_f32", strata_fill},            {"copy_relayout_f32", strata_copy_relayout},
       {"redistribute_f32", strata_redistribute}, {"redistribute_cached_f32", strata_redistribute_cached},
       {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>},
-      {"histogram_f32", strata_histogram}};
+      {"histogram_f32", strata_histogram}, {"find_if_f32", strata_find_if},
+      {"is_sorted_f32", strata_is_sorted}, {"adjacent_difference_f32", strata_adjacent_difference}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -775,9 +852,10 @@ void register_all() {
       {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy},
       {"redistribute_f32", cub_copy}, {"redistribute_cached_f32", cub_copy},
       {"reduce_repro_f32", cub_reduce<float>}, {"reduce_repro_f64", cub_reduce<double>},
-      {"histogram_f32", cub_histogram}};
+      {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
-      {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill}};
+      {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill},
+      {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}};
 
   for (const auto& [name, fn] : cub_cases) {
     auto* b = benchmark::RegisterBenchmark((std::string("cub/") + name).c_str(), fn);
