@@ -227,16 +227,22 @@ TEST(Sort, StructsAndDeviceLambdasOnTheComparisonPath) {
     }
 }
 
+// Random keys and values (so any permutation a refused call made would show), each refused call
+// checked to leave every range as it was.
 TEST(Sort, BadArgumentsThrowBeforeDeviceWork) {
   const auto set = strata::device_set::repeat(0, 3);
-  strata::distributed_vector<int> k(100, 1, set), v(100, 2, set), shorter(99, 3, set);
+  const auto hk = random_vector<int>(100, fresh_seed()), hs = random_vector<int>(99, fresh_seed()),
+             ho = random_vector<int>(100, fresh_seed());
+  strata::distributed_vector<int> k(hk, set), shorter(hs, set);
+  strata::distributed_vector<int> other(ho, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
   EXPECT_THROW(strata::sort(strata::distributed_span<int>{}), std::invalid_argument);
   EXPECT_THROW(strata::sort_by_key(k, shorter), std::invalid_argument);
   EXPECT_THROW(strata::sort_by_key(k, k), std::invalid_argument);
-  strata::distributed_vector<int> other(100, 4, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
   EXPECT_THROW(strata::sort_by_key(k, other), std::invalid_argument);
-  EXPECT_EQ(shorter.to_std_vector(), std::vector<int>(99, 3));
-  EXPECT_EQ(other.to_std_vector(), std::vector<int>(100, 4));
+  EXPECT_THROW(strata::stable_sort_by_key(k, other), std::invalid_argument);
+  EXPECT_EQ(k.to_std_vector(), hk);
+  EXPECT_EQ(shorter.to_std_vector(), hs);
+  EXPECT_EQ(other.to_std_vector(), ho);
 }
 
 // The sort's scratch does not fit: strata::cuda_error naming the device, the keys unchanged, and
