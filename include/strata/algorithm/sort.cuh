@@ -133,6 +133,9 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
       const std::uint64_t n = splitter_windows(part).pivots();
       (void)s.host_words(splitter_host_words<K>(n, k));
       if (spans) (void)s.rank_buffer(splitter_rank_bytes<K>(s, n));
+      // The exchange's events and, on a staged set, its pinned ring (else allocated by the
+      // exchange itself, after the local sorts have permuted the range).
+      reserve_exchange(s);
     }
   } catch (...) {
     failed = std::current_exception();

@@ -63,6 +63,27 @@ inline bool places_reach(const set_state& ss, std::size_t i, const set_state& ds
   return ss.devices_reach(a, b) || ds.devices_reach(a, b);
 }
 
+/// Allocates now what an exchange within `s` would otherwise allocate on first use: every local
+/// place's exchange events (and staging events), and the pinned staging ring where some pair of
+/// this process's places does not reach directly. An algorithm that promises to leave its input
+/// unchanged when memory runs out (sort) calls it while reserving, before any element moves.
+/// Call with call_mutex held.
+inline void reserve_exchange(set_state& s) {
+  bool staged = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (!s.local(i)) continue;
+    for (std::size_t j = 0; j < s.size(); ++j)
+      if (s.local(j) && !places_reach(s, i, s, j)) staged = true;
+    at_place(s, i, [&](place_state& p) {
+      (void)p.exchange_ready();
+      (void)p.exchange_done();
+      if (s.link != nullptr && i == s.root_index) (void)p.ranks_exchanged();
+      for (std::size_t k = 0; k < 2 * staging_ring::slots; ++k) (void)p.staging_event(k);
+    });
+  }
+  if (staged) (void)s.staging();
+}
+
 /// Copies `bytes` between two buffers that reach each other directly, on `stream` (of the
 /// destination's device): a device copy within one device, a peer copy across two.
 inline void copy_direct(void* to, int to_device, const void* from, int from_device, std::size_t bytes,
