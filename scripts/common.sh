@@ -7,7 +7,7 @@ strata_build() {
   local build=$1 targets=()
   shift
   [ $# -gt 0 ] && targets=(--target "$@")
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_DEVELOPER=ON \
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_DEVELOPER=ON -DSTRATA_FULL_TESTS=ON \
     -DCMAKE_CUDA_ARCHITECTURES="${STRATA_CUDA_ARCHITECTURES:-native}" &&
     cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 }
