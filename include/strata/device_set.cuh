@@ -83,6 +83,15 @@ struct device_set_options {
   /// call), so `device_set::all()` called in two places of a program gives one set. False makes a
   /// set of its own, with its own streams, that equals only its copies.
   bool shared = true;
+  /// Streams of your own, one per place in place order (empty, the default: Strata makes a
+  /// non-blocking stream per place). Strata then enqueues all of place i's work on streams[i],
+  /// so it is ordered with what you enqueue there, and never destroys them: they must outlive the
+  /// set. Each must be a stream you created on place i's device (not the legacy or per-thread
+  /// default stream, which CUDA graph capture refuses); enqueue on it from the thread that makes
+  /// the Strata calls on the set. A set with streams of its own is never shared (as
+  /// `shared = false`). The constructor throws std::invalid_argument for a count that is not the
+  /// number of places, a default stream, or a stream of another device.
+  std::vector<cudaStream_t> streams;
 };
 
 namespace detail {
@@ -141,6 +150,10 @@ class device_set {
                                 std::to_string(n) + " CUDA device" + (n == 1 ? " is" : "s are") + " visible)");
     if (detail::env_switch_on("STRATA_DISABLE_P2P")) options.force_host_staging = true;
     if (detail::env_switch_on("STRATA_DISABLE_GRAPHS")) options.use_graphs = false;
+    if (!options.streams.empty()) {
+      check_user_streams(ordinals, options.streams);
+      options.shared = false;
+    }
     if (!options.shared) {
       state_ = make_state(ordinals, options, n);
       return;
@@ -266,7 +279,9 @@ class device_set {
     s->visible_devices = n;
     s->force_host_staging = options.force_host_staging;
     s->set_root_device(ordinals[0]);
-    for (int d : ordinals) s->places.push_back(std::make_unique<detail::place_state>(d));
+    for (std::size_t i = 0; i < ordinals.size(); ++i)
+      s->places.push_back(std::make_unique<detail::place_state>(
+          ordinals[i], options.streams.empty() ? cudaStream_t{} : options.streams[i]));
     s->peer.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0);
     if (options.enable_peer_access) enable_peers(*s, ordinals, options.verify_peer_access);
     const std::size_t k = ordinals.size();
@@ -277,6 +292,30 @@ class device_set {
         s->direct[i * k + j] = reach ? 1 : 0;
       }
     return s;
+  }
+
+  // device_set_options::streams: one per place, none a default stream, each on its place's device.
+  static void check_user_streams(const std::vector<int>& ordinals, const std::vector<cudaStream_t>& streams) {
+    const std::string what = "strata::device_set: device_set_options::streams: ";
+    if (streams.size() != ordinals.size())
+      throw std::invalid_argument(what + std::to_string(streams.size()) + " streams given for " +
+                                  std::to_string(ordinals.size()) + " places");
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      const cudaStream_t st = streams[i];
+      if (st == nullptr || st == cudaStreamLegacy || st == cudaStreamPerThread)
+        throw std::invalid_argument(what + "stream " + std::to_string(i) +
+                                    " is a default stream; pass a stream made with cudaStreamCreate");
+      int dev = -1;
+      const cudaError_t e = cudaStreamGetDevice(st, &dev);
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw std::invalid_argument(what + "stream " + std::to_string(i) + " is not a valid stream (" +
+                                    cudaGetErrorString(e) + ")");
+      }
+      if (dev != ordinals[i])
+        throw std::invalid_argument(what + "stream " + std::to_string(i) + " belongs to device " + std::to_string(dev) +
+                                    " but place " + std::to_string(i) + " is device " + std::to_string(ordinals[i]));
+    }
   }
 
   void check_place(std::size_t i) const {

@@ -229,6 +229,48 @@ TEST(DeviceSet, SetsWithTheSameDevicesAndOptionsAreOneSet) {
   for (std::size_t i = 0; i < 3; ++i) EXPECT_NE(own.stream(i), strata::device_set::repeat(0, 3).stream(i));
 }
 
+// A set over streams the user made: Strata's work runs on them, so it follows what the user
+// enqueued there without any synchronisation (a memset of segment 0 enqueued, not waited for,
+// then a reduce and a scan see it), a nosync call is finished once the user's stream is, and the
+// streams outlive the set. Bad streams are refused before any place is made.
+TEST(DeviceSet, OverYourOwnStreams) {
+  std::vector<cudaStream_t> mine(3);
+  for (auto& st : mine) ASSERT_EQ(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), cudaSuccess);
+  {
+    strata::device_set_options o;
+    o.streams = mine;
+    const auto set = strata::device_set::repeat(0, 3, o);
+    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(set.stream(i), mine[i]);
+    EXPECT_NE(set, strata::device_set::repeat(0, 3, o)) << "never shared";
+    const std::uint64_t n = 300007;
+    const auto h = random_vector<std::int32_t>(n, fresh_seed());
+    strata::distributed_vector<std::int32_t> x(h, set);
+    const auto s0 = x.segments()[0];
+    // A slow producer first, so the memset would still be pending if Strata's work did not follow it.
+    for (int r = 0; r < 20; ++r)
+      ASSERT_EQ(cudaMemsetAsync(s0.data, r == 19 ? 0 : 0x11, s0.count * sizeof(std::int32_t), mine[0]), cudaSuccess);
+    std::int64_t want = 0;
+    for (std::uint64_t i = s0.count; i < n; ++i) want += h[i];
+    EXPECT_EQ(strata::reduce(x, std::int64_t{0}), want) << "the reduce follows the user's memset";
+    strata::distributed_vector<std::int64_t> y(n, set);
+    strata::inclusive_scan(x, y, cuda::std::plus<std::int64_t>{}, strata::nosync);
+    for (auto st : mine) ASSERT_EQ(cudaStreamSynchronize(st), cudaSuccess);  // the user's own wait
+    std::int64_t acc = 0;
+    std::vector<std::int64_t> sums(n);
+    for (std::uint64_t i = 0; i < n; ++i) sums[i] = acc += (i < s0.count ? 0 : h[i]);
+    EXPECT_TRUE(y.to_std_vector() == sums) << "a nosync scan, finished by synchronising the user's streams";
+  }
+  for (auto st : mine) {
+    EXPECT_EQ(cudaStreamQuery(st), cudaSuccess) << "the set left the user's stream alive";
+    EXPECT_EQ(cudaStreamDestroy(st), cudaSuccess);
+  }
+  strata::device_set_options bad;
+  bad.streams = {cudaStreamLegacy, cudaStreamLegacy, cudaStreamLegacy};
+  EXPECT_THROW((void)strata::device_set::repeat(0, 3, bad), std::invalid_argument) << "default streams";
+  bad.streams.resize(2);
+  EXPECT_THROW((void)strata::device_set::repeat(0, 3, bad), std::invalid_argument) << "two streams for three places";
+}
+
 // Issue 19: the measurement runs, gives positive figures, is cached in the set, and the measured
 // policy over places of one GPU is the even layout.
 TEST(DeviceSet, MeasuredTopologyAndPolicy) {

@@ -17,12 +17,18 @@ namespace strata::detail {
 
 class place_state {
  public:
-  explicit place_state(int device) : device_(device) {
+  /// A place on `device` with a non-blocking stream of its own, or on `user_stream` where one is
+  /// given (the user's: used, never destroyed).
+  explicit place_state(int device, cudaStream_t user_stream = nullptr)
+      : device_(device), owns_stream_(user_stream == nullptr) {
     device_guard g(device_);
-    STRATA_CUDA_CHECK_ON(device_, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (owns_stream_)
+      STRATA_CUDA_CHECK_ON(device_, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    else
+      stream_ = user_stream;
     const cudaError_t e = cudaEventCreateWithFlags(&event_, cudaEventDisableTiming);
     if (e != cudaSuccess) {
-      (void)cudaStreamDestroy(stream_);
+      if (owns_stream_) (void)cudaStreamDestroy(stream_);
       throw_cuda_error(e, "cudaEventCreateWithFlags", device_, __FILE__, __LINE__);
     }
   }
@@ -48,7 +54,7 @@ class place_state {
     (void)cudaEventDestroy(event_);
     for (cudaEvent_t e : lazy_events_)
       if (e != nullptr) (void)cudaEventDestroy(e);
-    (void)cudaStreamDestroy(stream_);
+    if (owns_stream_) (void)cudaStreamDestroy(stream_);
   }
 
   int device() const noexcept { return device_; }
@@ -135,6 +141,7 @@ class place_state {
   }
 
   int device_;
+  bool owns_stream_;
   std::vector<cudaEvent_t> lazy_events_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t event_ = nullptr;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -32,7 +33,8 @@ namespace strata {
 /// rank's places (force_host_staging: the places' fold goes through pinned memory). Graph replay
 /// of repeated value folds (use_graphs, STRATA_DISABLE_GRAPHS) is on only where every rank asks
 /// for it and can capture its collectives (not for ranks of one process that share a GPU): the
-/// ranks must replay the same collectives. Throws std::invalid_argument on every rank if a rank asks for no places or the
+/// ranks must replay the same collectives. `options.streams` is refused (std::invalid_argument, before the
+/// collective): streams of your own are for sets of one process. Throws std::invalid_argument on every rank if a rank asks for no places or the
 /// ranks' places add up to more than 64; strata::nccl_error if the all-gather fails.
 inline device_set spanning_set(const process_group& g, std::size_t places = 1, device_set_options options = {}) {
   // Every rank's place count, and whether it can replay its collectives from graphs: the set does
@@ -41,6 +43,10 @@ inline device_set spanning_set(const process_group& g, std::size_t places = 1, d
     std::uint64_t places;
     std::uint64_t graphs;
   };
+  // (Checked before the collective below, which every rank joins; every rank passes the same
+  // options, so every rank throws alike.)
+  if (!options.streams.empty())
+    throw std::invalid_argument("strata::spanning_set: device_set_options::streams is for sets of one process");
   if (detail::env_switch_on("STRATA_DISABLE_GRAPHS")) options.use_graphs = false;
   const mine_t mine{places, options.use_graphs && g.s_->capturable() ? 1u : 0u};
   std::vector<mine_t> all(static_cast<std::size_t>(g.size()));
