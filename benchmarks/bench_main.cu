@@ -248,22 +248,27 @@ void strata_dot(benchmark::State& st) {
   finish(st, 2.0 * size_of(st) * sizeof(float));
 }
 
-void strata_count_if(benchmark::State& st) {
+// A value-returning call that reads one float range once: `call(x)` returns its future; the data
+// is random in [0, 1), or 0, 1, 2, ... with `ascending`.
+template <class Call>
+void strata_read_case(benchmark::State& st, Call call, bool ascending = false) {
   const auto& set = places(static_cast<int>(st.range(1)));
-  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
-  random_fill(a);
+  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  if (ascending)
+    strata::tabulate(x, index_float{});
+  else
+    random_fill(x);
   span_timer t(set);
-  timed_loop(st, t, [&] { return strata::count_if_async(a, positive_fn{}); });
+  timed_loop(st, t, [&] { return call(x); });
   finish(st, size_of(st) * sizeof(float));
 }
 
+void strata_count_if(benchmark::State& st) {
+  strata_read_case(st, [](const auto& x) { return strata::count_if_async(x, positive_fn{}); });
+}
+
 void strata_min_element(benchmark::State& st) {
-  const auto& set = places(static_cast<int>(st.range(1)));
-  strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init);
-  random_fill(a);
-  span_timer t(set);
-  timed_loop(st, t, [&] { return strata::min_element_async(a); });
-  finish(st, size_of(st) * sizeof(float));
+  strata_read_case(st, [](const auto& x) { return strata::min_element_async(x); });
 }
 
 template <bool Exclusive>
@@ -303,22 +308,12 @@ void strata_fill(benchmark::State& st) {
 
 // find_if with no match (every element read; the index on the host).
 void strata_find_if(benchmark::State& st) {
-  const auto& set = places(static_cast<int>(st.range(1)));
-  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
-  random_fill(x);
-  span_timer t(set);
-  timed_loop(st, t, [&] { return strata::find_if_async(x, above_two{}); });
-  finish(st, size_of(st) * sizeof(float));
+  strata_read_case(st, [](const auto& x) { return strata::find_if_async(x, above_two{}); });
 }
 
 // is_sorted of sorted data (every element read).
 void strata_is_sorted(benchmark::State& st) {
-  const auto& set = places(static_cast<int>(st.range(1)));
-  strata::distributed_vector<float> x(size_of(st), set, strata::partition_policy::even(), strata::no_init);
-  strata::tabulate(x, index_float{});
-  span_timer t(set);
-  timed_loop(st, t, [&] { return strata::is_sorted_async(x); });
-  finish(st, size_of(st) * sizeof(float));
+  strata_read_case(st, [](const auto& x) { return strata::is_sorted_async(x); }, true);
 }
 
 void strata_adjacent_difference(benchmark::State& st) {
@@ -726,45 +721,37 @@ void thrust_sort(benchmark::State& st) {  // includes Thrust's own temp allocati
   finish(st, static_cast<double>(n) * 4);
 }
 
-void thrust_reduce(benchmark::State& st) {  // includes Thrust's own host sync and temp allocation
+// A Thrust call that reads one float range once and returns a value (so it includes Thrust's own
+// host sync and temp allocation): `call(first, last)`; the data random in [0, 1), or 0, 1, 2, ...
+// with `ascending`.
+template <class Call>
+void thrust_read_case(benchmark::State& st, Call call, bool ascending = false) {
   anchor a;
   const std::uint64_t n = size_of(st);
   dbuf<float> x(n);
-  random_fill(x.p, n, a.s);
+  if (ascending)
+    thrust::tabulate(thrust::cuda::par.on(a.s), x.p, x.p + n, index_float{});
+  else
+    random_fill(x.p, n, a.s);
   for (auto _ : st) {
     a.t.start();
-    benchmark::DoNotOptimize(thrust::reduce(thrust::cuda::par.on(a.s), x.p, x.p + n, 0.0f));
+    benchmark::DoNotOptimize(call(thrust::cuda::par.on(a.s), x.p, x.p + n));
     st.SetIterationTime(a.t.stop());
   }
   finish(st, n * sizeof(float));
 }
 
-// The anchors of find_if and is_sorted, which CUB lacks (CCCL 3.0): Thrust's calls, with their
-// own host sync and temp allocation, as thrust_reduce.
+void thrust_reduce(benchmark::State& st) {
+  thrust_read_case(st, [](auto policy, const float* first, const float* last) { return thrust::reduce(policy, first, last, 0.0f); });
+}
+
+// The anchors of find_if and is_sorted, which CUB lacks (CCCL 3.0): Thrust's calls.
 void thrust_find_if(benchmark::State& st) {
-  anchor a;
-  const std::uint64_t n = size_of(st);
-  dbuf<float> x(n);
-  random_fill(x.p, n, a.s);
-  for (auto _ : st) {
-    a.t.start();
-    benchmark::DoNotOptimize(thrust::find_if(thrust::cuda::par.on(a.s), x.p, x.p + n, above_two{}));
-    st.SetIterationTime(a.t.stop());
-  }
-  finish(st, n * sizeof(float));
+  thrust_read_case(st, [](auto policy, const float* first, const float* last) { return thrust::find_if(policy, first, last, above_two{}); });
 }
 
 void thrust_is_sorted(benchmark::State& st) {
-  anchor a;
-  const std::uint64_t n = size_of(st);
-  dbuf<float> x(n);
-  thrust::tabulate(thrust::cuda::par.on(a.s), x.p, x.p + n, index_float{});
-  for (auto _ : st) {
-    a.t.start();
-    benchmark::DoNotOptimize(thrust::is_sorted(thrust::cuda::par.on(a.s), x.p, x.p + n));
-    st.SetIterationTime(a.t.stop());
-  }
-  finish(st, n * sizeof(float));
+  thrust_read_case(st, [](auto policy, const float* first, const float* last) { return thrust::is_sorted(policy, first, last); }, true);
 }
 
 void thrust_inclusive_scan(benchmark::State& st) {
