@@ -6,10 +6,13 @@
 #include <strata/error.hpp>
 #include <strata/partition.hpp>
 
+#include <thrust/memory.h>
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -206,6 +209,27 @@ class distributed_span {
   strata::partition partition_;
   std::vector<T*> data_;
 };
+
+/// A span over one container per place, in place order: any container with `data()` and
+/// `size()` whose elements live on its place's device (a `thrust::device_vector`, a
+/// `std::vector<T*>`-like wrapper of your own, ...). The layout is taken from their sizes, as
+/// `distributed_span(set, user_segments)` does, and validated the same way: std::invalid_argument
+/// for a count of containers other than the set's places or a container on another device. The
+/// span does not own the memory.
+template <class Containers>
+auto span_over(const device_set& set, Containers& per_place) {
+  using C = std::remove_reference_t<decltype(*std::begin(per_place))>;
+  using T = std::remove_pointer_t<decltype(thrust::raw_pointer_cast(std::declval<C&>().data()))>;
+  std::vector<user_segment<T>> segments;
+  std::size_t i = 0;
+  for (auto& c : per_place) {
+    // (A container past the set's places gets no device: the constructor refuses the count.)
+    const int device = i < set.size() && set.is_local(i) ? set.device(i) : -1;
+    segments.push_back({device, thrust::raw_pointer_cast(c.data()), static_cast<std::uint64_t>(c.size())});
+    ++i;
+  }
+  return distributed_span<T>(set, segments);
+}
 
 template <class T>
 class distributed_vector;

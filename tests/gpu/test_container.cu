@@ -2,6 +2,8 @@
 // segment boundaries, deep copy, move, user-owned segments, and a vector over 2^31 elements.
 #include "test_util.cuh"
 
+#include <thrust/device_vector.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -129,6 +131,21 @@ TEST(Container, UserOwnedSegmentsThroughSpan) {
   strata::distributed_vector<int> copy(1005, set);
   strata::copy(span, copy);
   EXPECT_EQ(copy.to_std_vector(), all);
+
+  // The same layout from thrust::device_vectors, in one line.
+  std::vector<thrust::device_vector<int>> dv;
+  dv.emplace_back(all.begin(), all.begin() + 5);
+  dv.emplace_back();
+  dv.emplace_back(all.begin() + 5, all.end());
+  const auto over = strata::span_over(set, dv);
+  EXPECT_EQ(over.size(), 1005u);
+  EXPECT_EQ(over.partition().count(1), 0u);
+  EXPECT_EQ(strata::reduce(over), std::accumulate(all.begin(), all.end(), 0));
+  poison(copy);
+  strata::copy(over, copy);
+  EXPECT_EQ(copy.to_std_vector(), all);
+  dv.pop_back();
+  EXPECT_THROW((void)strata::span_over(set, dv), std::invalid_argument) << "two containers for three places";
 
   // Validation: wrong count of segments, wrong device, null pointer with elements, host memory.
   EXPECT_THROW(strata::distributed_span<int>(set, {{0, bufs[0], 5}}), std::invalid_argument);
