@@ -1,9 +1,8 @@
 // adjacent_difference: out[0] = in[0], out[i] = op(in[i], in[i-1]). Each place runs CUB's
 // DeviceAdjacentDifference over its segment; the one element a segment needs from outside it
-// (the previous non-empty segment's last, on another place or rank) travels through the fold of
-// a reduce-then-scan (detail/fold.cuh, scan_segments): every segment but the last hands its last
-// element to the root, the root hands each segment its predecessor's, and the place fixes its
-// first output with it.
+// (the previous non-empty segment's last, on another place or rank) comes from
+// detail::with_predecessors (detail/fold.cuh), as unique's does, and the place fixes its first
+// output with it.
 #pragma once
 
 #include <strata/detail/checks.cuh>
@@ -13,6 +12,7 @@
 #include <strata/tags.cuh>
 
 #include <cub/device/device_adjacent_difference.cuh>
+#include <cub/device/device_for.cuh>
 
 #include <cuda/std/functional>
 #include <cuda_runtime_api.h>
@@ -24,24 +24,15 @@ namespace strata {
 
 namespace detail {
 
-/// A segment's last element into its fold slot (the scan's "total").
-template <class T>
-__global__ void last_element_kernel(const T* data, std::uint64_t count, T* out) {
-  *out = data[count - 1];
-}
-
-/// A segment's first output once its predecessor's last element is known.
+/// A segment's first output once its predecessor is known: out[0] = op(in[0], *previous), as
+/// one DeviceFor call.
 template <class T, class O, class Op>
-__global__ void first_difference_kernel(const T* in, O* out, const T* previous, Op op) {
-  *out = op(in[0], *previous);
-}
-
-/// Each segment j >= 1 gets the last element of segment j - 1 (the last total is never read).
-template <class T>
-struct previous_last {
-  __device__ void operator()(const slot_table<T>& totals, const slot_table<T>& offsets) const {
-    for (int j = 1; j < totals.size; ++j) *offsets.ptr[j] = *totals.ptr[j - 1];
-  }
+struct first_difference {
+  const T* in;
+  O* out;
+  const T* previous;
+  Op op;
+  __device__ void operator()(int) const { *out = op(in[0], *previous); }
 };
 
 template <class In, class Out, class Op>
@@ -60,11 +51,6 @@ void adjacent_difference_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
   require_no_partial_overlap(name, in, out);
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
-  const auto total = [&](std::size_t i, place_state& p, T* slot) {
-    const auto seg = in.segment_at(i);
-    last_element_kernel<<<1, 1, 0, p.stream()>>>(seg.data, seg.count, slot);
-    STRATA_CUDA_CHECK(cudaGetLastError());
-  };
   const auto diff = [&](std::size_t i, place_state& p, const T* previous) {
     const auto src = in.segment_at(i);
     O* dst = out.segment_at(i).data;
@@ -76,12 +62,10 @@ void adjacent_difference_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
     });
     // CUB leaves out[0] = in[0] (in place: untouched); the neighbour before it is the previous
     // segment's last element.
-    if (previous != nullptr) {
-      first_difference_kernel<<<1, 1, 0, p.stream()>>>(src.data, dst, previous, op);
-      STRATA_CUDA_CHECK(cudaGetLastError());
-    }
+    if (previous != nullptr)
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(1, first_difference<T, O, Op>{src.data, dst, previous, op}, p.stream()));
   };
-  scan_segments<T>(s, in.partition(), total, previous_last<T>{}, diff);
+  with_predecessors(s, in, diff);
   if (sync) wait_segments(s, in.partition());
 }
 

@@ -64,14 +64,6 @@ struct unique_flag {
   }
 };
 
-// Root fold of unique's boundary exchange: segment j's predecessor is segment j-1's last element.
-template <class T>
-struct predecessor_fold {
-  __device__ void operator()(const slot_table<T>& last, const slot_table<T>& prev) const {
-    for (int j = 1; j < last.size; ++j) *prev.ptr[j] = *last.ptr[j - 1];
-  }
-};
-
 /// The kept counts of every rank's places, as one all-gathered value (at most 2 words per place).
 struct rank_counts {
   std::uint64_t words[2 * max_places];
@@ -147,12 +139,7 @@ std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<
   call_scope scope(in.places().state(), name);
   set_state& s = scope.state();
   const partition& part = in.partition();
-  // Every place but the last hands its last element to the root, which gives each segment its
-  // predecessor's; then every place selects, comparing its first element with that predecessor.
-  const auto last = [&](std::size_t i, place_state& p, T* slot) {
-    const auto seg = in.segment_at(i);
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(slot, seg.data + seg.count - 1, sizeof(T), cudaMemcpyDefault, p.stream()));
-  };
+  // Every place selects, comparing its first element with its predecessor (with_predecessors).
   return kept_counts(s, part, 1, [&](std::uint64_t* words) {
     // `prev` is null for the first non-empty segment, which has no predecessor.
     const auto select = [&](std::size_t i, place_state& p, const T* prev) {
@@ -175,7 +162,7 @@ std::vector<std::uint64_t> unique_impl(const char* name, const distributed_span<
         return cub::DeviceSelect::Flagged(temp, bytes, dst[i], f, words + i, n, p.stream());
       });
     };
-    scan_segments<T>(s, part, last, predecessor_fold<T>{}, select);
+    with_predecessors(s, in, select);
   });
 }
 

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <typeinfo>
 
 namespace strata::detail {
@@ -143,6 +144,32 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
     if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
     scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
   });
+}
+
+/// Root fold of with_predecessors: segment j's predecessor is segment j-1's last element (the
+/// last segment's is never read).
+template <class T>
+struct predecessor_fold {
+  __device__ void operator()(const slot_table<T>& last, const slot_table<T>& prev) const {
+    for (int j = 1; j < last.size; ++j) *prev.ptr[j] = *last.ptr[j - 1];
+  }
+};
+
+/// Hands every non-empty segment of `in` the element just before it in global order: the last
+/// element of the previous non-empty segment, on another place or rank (unique's and
+/// adjacent_difference's neighbour). A scan_segments whose totals are the segments' last
+/// elements: `use(i, place, prev)` then runs for each non-empty segment on its place, `prev` a
+/// device pointer to read on the place's stream (null for the first non-empty segment). Every
+/// last element is copied out before any `use` runs, so `use` may overwrite its segment.
+template <class S, class Use>
+void with_predecessors(set_state& s, const S& in, Use&& use) {
+  using T = std::remove_const_t<typename S::element_type>;
+  static_assert(sizeof(T) <= max_fold_value_bytes, "Strata hands on elements of at most 256 bytes");
+  const auto last = [&](std::size_t i, place_state& p, T* slot) {
+    const auto seg = in.segment_at(i);
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(slot, seg.data + seg.count - 1, sizeof(T), cudaMemcpyDefault, p.stream()));
+  };
+  scan_segments<T>(s, in.partition(), last, predecessor_fold<T>{}, use);
 }
 
 }  // namespace strata::detail
