@@ -5,6 +5,8 @@
 #include <thrust/device_vector.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <numeric>
 
@@ -263,9 +265,12 @@ TEST(DeviceSet, OverYourOwnStreams) {
     const auto h = random_vector<std::int32_t>(n, fresh_seed());
     strata::distributed_vector<std::int32_t> x(h, set);
     const auto s0 = x.segments()[0];
-    // A slow producer first, so the memset would still be pending if Strata's work did not follow it.
-    for (int r = 0; r < 20; ++r)
-      ASSERT_EQ(cudaMemsetAsync(s0.data, r == 19 ? 0 : 0x11, s0.count * sizeof(std::int32_t), mine[0]), cudaSuccess);
+    // A slow producer: the user's stream is held 300 ms by a host function before its memset, so
+    // a reduce that did not run on that stream would read the old values.
+    ASSERT_EQ(cudaLaunchHostFunc(mine[0], [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+                                 nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(s0.data, 0, s0.count * sizeof(std::int32_t), mine[0]), cudaSuccess);
     std::int64_t want = 0;
     for (std::uint64_t i = s0.count; i < n; ++i) want += h[i];
     EXPECT_EQ(strata::reduce(x, std::int64_t{0}), want) << "the reduce follows the user's memset";
