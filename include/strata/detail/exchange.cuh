@@ -69,6 +69,7 @@ inline bool places_reach(const set_state& ss, std::size_t i, const set_state& ds
 /// unchanged when memory runs out (sort) calls it while reserving, before any element moves.
 /// Call with call_mutex held.
 inline void reserve_exchange(set_state& s) {
+  if (s.exchange_reserved) return;  // what it makes stays with the set: once is enough
   bool staged = false;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (!s.local(i)) continue;
@@ -82,6 +83,7 @@ inline void reserve_exchange(set_state& s) {
     });
   }
   if (staged) (void)s.staging();
+  s.exchange_reserved = true;
 }
 
 /// Copies `bytes` between two buffers that reach each other directly, on `stream` (of the

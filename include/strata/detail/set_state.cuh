@@ -216,6 +216,8 @@ class set_state {
     fold_used = true;
   }
   bool fold_used = false;
+  /// Whether reserve_exchange (exchange.cuh) has made this set's exchange events and staging ring.
+  bool exchange_reserved = false;
 
   /// A free result slot (pinned host memory plus an event on the root device).
   result_slot acquire_slot() {
