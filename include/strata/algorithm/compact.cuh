@@ -10,6 +10,7 @@
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/memory.cuh>
 #include <strata/detail/fold.cuh>
+#include <strata/detail/host_counts.cuh>
 #include <strata/algorithm/reduce.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/distributed_vector.cuh>
@@ -63,44 +64,6 @@ struct unique_flag {
     return !eq(data[i - 1], data[i]);
   }
 };
-
-/// The kept counts of every rank's places, as one all-gathered value (at most 2 words per place).
-struct rank_counts {
-  std::uint64_t words[2 * max_places];
-};
-
-/// The one host read of a compaction: `enqueue(words)` enqueues, on the places of `part`, the CUB
-/// selections that write their kept counts into `words` (pinned host memory, `per_place` words
-/// per place, word b * places + i for place i, zeroed first so empty segments read 0); then this
-/// waits once and returns them. On a set spanning processes every rank then all-gathers its
-/// words (one collective) and takes each place's from the rank that owns it, so that every rank
-/// returns the counts of every place: the global layout of the result.
-template <class Enqueue>
-std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, std::size_t per_place, Enqueue&& enqueue) {
-  const std::size_t k = part.places(), n = per_place * k;
-  std::uint64_t* words = s.host_words(n);
-  for (std::size_t i = 0; i < n; ++i) words[i] = 0;
-  enqueue(words);
-  wait_segments(s, part);
-  std::vector<std::uint64_t> counts(words, words + n);
-  if (s.link == nullptr) return counts;
-  rank_counts mine{};
-  for (std::size_t w = 0; w < n; ++w) mine.words[w] = counts[w];
-  const std::vector<rank_counts> all = all_gather_to_host(s, mine, "strata: the kept counts across ranks");
-  for (std::size_t b = 0; b < per_place; ++b)
-    for (std::size_t i = 0; i < k; ++i)
-      counts[b * k + i] = all[static_cast<std::size_t>(s.ranks.owner(i))].words[b * k + i];
-  return counts;
-}
-
-/// kept_counts of one CUB call per non-empty segment: `select(i, place, kept)` writes segment
-/// i's count to `*kept`.
-template <class Select>
-std::vector<std::uint64_t> kept_counts(set_state& s, const partition& part, Select&& select) {
-  return kept_counts(s, part, 1, [&](std::uint64_t* words) {
-    for_each_segment(s, part, [&](std::size_t i, place_state& p) { select(i, p, words + i); });
-  });
-}
 
 /// The first counts[i] elements of every segment of `r`, as a span (the layout of a compaction's
 /// result).
