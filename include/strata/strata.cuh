@@ -16,6 +16,7 @@
 #include <strata/algorithm/compact.cuh>
 #include <strata/algorithm/copy.cuh>
 #include <strata/algorithm/find.cuh>
+#include <strata/algorithm/gather.cuh>
 #include <strata/algorithm/histogram.cuh>
 #include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/reduce.cuh>

@@ -68,3 +68,40 @@ TEST(NcclSpanning, CopyAndRedistributeAcrossRanks) {
     EXPECT_TRUE(got[0] == (mat2{9, 9, 9, 9}) && got[n + 4] == (mat2{9, 9, 9, 9})) << "outside the subspan untouched";
   });
 }
+
+// gather and scatter on sets spanning the ranks: the map's indices are counted per owner (the
+// counts all-gathered), bucketed by owner, and sent with NCCL to the owning ranks, the values
+// back (gather) or along (scatter). Every rank checks the whole result; an index out of range
+// throws std::out_of_range on every rank, with nothing written.
+TEST(NcclSpanning, GatherAndScatterAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const std::uint64_t m = n / 2 + 3;
+    std::mt19937_64 g(seed);
+    std::vector<std::int64_t> hm(n);
+    for (auto& x : hm) x = static_cast<std::int64_t>(g() % m);
+    const auto hs = random_vector<std::int64_t>(m, seed + 1);
+    const strata::distributed_vector<std::int64_t> map(hm, set, policy);
+    const strata::distributed_vector<std::int64_t> src(hs, set);  // even, whatever the map's layout
+    strata::distributed_vector<std::int64_t> dst(n, std::int64_t{-77}, set, policy);
+    strata::gather(map, src, dst);
+    std::vector<std::int64_t> want(n);
+    for (std::uint64_t k = 0; k < n; ++k) want[k] = hs[static_cast<std::size_t>(hm[k])];
+    EXPECT_TRUE(dst.to_std_vector() == want) << "gather";
+    // Scatter by a permutation of 0..n-1 (the same on every rank: the shared seed).
+    std::vector<std::int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), g);
+    const strata::distributed_vector<std::int64_t> pmap(perm, set, policy);
+    strata::distributed_vector<std::int64_t> out(n, std::int64_t{-77}, set);
+    strata::scatter(dst, pmap, out);
+    std::vector<std::int64_t> want_out(n);
+    for (std::uint64_t k = 0; k < n; ++k) want_out[static_cast<std::size_t>(perm[k])] = want[k];
+    EXPECT_TRUE(out.to_std_vector() == want_out) << "scatter";
+    if (n == 0) return;
+    hm[n - 1] = static_cast<std::int64_t>(m);  // out of range: the last entry, on one rank's place
+    const strata::distributed_vector<std::int64_t> bad(hm, set, policy);
+    EXPECT_THROW(strata::gather(bad, src, dst), std::out_of_range);
+    EXPECT_TRUE(dst.to_std_vector() == want) << "nothing written";
+  });
+}

@@ -1,0 +1,212 @@
+// gather and scatter: elements moved by global index between ranges of one device_set, laid out
+// alike or not. Every place first counts its map's indices per owning place (one CUB histogram,
+// which also checks every index: an index out of range throws before anything is written). Where
+// every place reaches every other's memory, a kernel on each place then reads (gather) or writes
+// (scatter) the owners' segments directly; elsewhere (host staging, sets spanning processes) the
+// indices are bucketed by owner and travel, with the values, through the one exchange
+// (detail/by_index.cuh).
+#pragma once
+
+#include <strata/detail/by_index.cuh>
+#include <strata/detail/checks.cuh>
+#include <strata/detail/exchange.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/distributed_span.cuh>
+
+#include <cub/device/device_for.cuh>
+#include <cub/device/device_transform.cuh>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace strata {
+
+namespace detail {
+
+/// A span's segments by value, for kernels: element g (global index) of the range.
+template <class T>
+struct indexed_segments {
+  index_owners t;
+  T* data[max_places];
+  template <class S>
+  explicit indexed_segments(const S& r) : t(r.partition()), data{} {
+    for (std::size_t i = 0; i < r.segment_count(); ++i) data[i] = r.segment_at(i).data;
+  }
+  __host__ __device__ T& operator[](std::uint64_t g) const {
+    const int o = t.owner(g);
+    return data[o][g - t.offset[o]];
+  }
+};
+
+/// gather's direct read: the element at global index x of the source.
+template <class T, class I>
+struct read_at {
+  indexed_segments<const T> src;
+  __host__ __device__ T operator()(I x) const { return src[static_cast<std::uint64_t>(x)]; }
+};
+
+/// scatter's direct write of entry k: dst[map[k]] = src[k].
+template <class T, class I>
+struct write_at {
+  const T* src;
+  const I* map;
+  indexed_segments<T> dst;
+  __host__ __device__ void operator()(std::uint64_t k) const { dst[static_cast<std::uint64_t>(map[k])] = src[k]; }
+};
+
+/// values[t] = data[index[t]] (a place's local read by local indices).
+template <class T>
+struct read_local {
+  const T* data;
+  __host__ __device__ T operator()(std::uint64_t i) const { return data[i]; }
+};
+
+/// data[index[t]] = values[t] (a place's local write by local indices).
+template <class T>
+struct write_local {
+  T* data;
+  const std::uint64_t* index;
+  const T* values;
+  __host__ __device__ void operator()(std::uint64_t k) const { data[index[k]] = values[k]; }
+};
+
+template <class T>
+std::vector<const void*> const_pointers(const std::vector<T*>& v) {
+  return std::vector<const void*>(v.begin(), v.end());
+}
+
+/// The checks gather and scatter share, before any device work: integral indices; `indexed`
+/// (gather's dst, scatter's src) laid out as `map`; `other` (gather's src, scatter's dst) on the
+/// same device_set; the output `out` sharing no memory with `map` or the input values `in`.
+template <class I, class M, class A, class B, class In, class Out>
+void require_by_index(const char* name, const M& map, const A& indexed, const B& other, const In& in, const Out& out) {
+  static_assert(std::is_integral_v<I> && !std::is_same_v<I, bool>,
+                "strata::gather / scatter: the map must hold integer indices");
+  require_same_layout(name, map, indexed);
+  require_places(name, other);
+  if (other.places() != map.places())
+    throw std::invalid_argument(std::string(name) +
+                                ": the source and destination live on different device_sets; strata::copy one onto the "
+                                "other's set first");
+  require_disjoint(name, map, out);
+  require_disjoint(name, in, out);
+}
+
+}  // namespace detail
+
+/// Gathers by global index: dst[k] = src[map[k]] for every k, as thrust::gather. `map` (integers)
+/// and `dst` share one layout (size, device_set and partition); `src` is any range on the same
+/// device_set (its own partition, any size). Every index must lie in [0, src.size()): else
+/// std::out_of_range is thrown with nothing written. Waits once (the host reads every place's count
+/// of indices per owning place, which also checks them); the moves are enqueued after it and not
+/// waited for. Where every place reaches every other's memory directly (one process; one device or
+/// peer access), each place reads the owners' segments with one kernel; elsewhere each place sorts
+/// its entries by owner (a one-byte CUB radix sort) and the indices and the values travel through
+/// the exchange (host staging, or NCCL across ranks), in the places' cached scratch (about
+/// 18 + sizeof(T) bytes per map entry, plus 8 + sizeof(T) per element served). `dst` must not
+/// overlap `map` or `src`. Throws std::invalid_argument for mismatched layouts, different sets or
+/// overlapping ranges, std::out_of_range for an index outside `src`, strata::cuda_error for CUDA
+/// failures and allocations (then nothing is written either); on a set spanning processes it is a
+/// collective (every rank calls it, in the same order) and throws the process group's error if a
+/// rank fails or leaves.
+template <class Map, class Src, class Dst,
+          class = std::enable_if_t<is_distributed_range_v<Map> && is_distributed_range_v<Src> &&
+                                   is_distributed_range_v<Dst>>>
+void gather(const Map& map_r, const Src& src_r, Dst&& dst_r) {
+  constexpr const char* name = "strata::gather";
+  using I = range_value_t<Map>;
+  using T = range_value_t<Src>;
+  static_assert(std::is_same_v<T, range_value_t<Dst>>, "strata::gather: src and dst must have the same element type");
+  detail::require_mutable<Dst>(name);
+  const distributed_span<const I> map = detail::as_span(map_r);
+  const distributed_span<const T> src = detail::as_span(src_r);
+  const distributed_span<T> dst = detail::as_span(dst_r);
+  detail::require_by_index<I>(name, map, dst, src, src, dst);
+  if (map.size() == 0) return;
+  detail::call_scope scope(map.places().state(), name);
+  detail::set_state& s = scope.state();
+  const detail::index_owners owners(src.partition());
+  const std::vector<std::uint64_t> counts = detail::count_by_owner(name, s, map, owners);
+  if (detail::owners_reached(s, map.partition(), src.partition())) {
+    const detail::read_at<T, I> read{detail::indexed_segments<const T>(src)};
+    detail::with_direct_access(s, map.partition(), src.partition(), [&](std::size_t i, detail::place_state& p) {
+      STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(map.segment_at(i).data, dst.segment_at(i).data,
+                                                        map.segment_at(i).count, read, p.stream()));
+    });
+    return;
+  }
+  detail::owner_requests r = detail::request_owners(name, s, map, owners, counts, sizeof(T));
+  detail::exchange(s, detail::const_pointers(r.req), s, std::vector<void*>(r.served.begin(), r.served.end()),
+                   sizeof(std::uint64_t), r.to_owners);
+  for (std::size_t j = 0; j < r.served.size(); ++j)  // every owner reads what it was asked for
+    if (s.local(j) && r.served_count[j] > 0)
+      detail::at_place(s, j, [&](detail::place_state& p) {
+        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.served[j], static_cast<T*>(r.served_values[j]),
+                                                          r.served_count[j],
+                                                          detail::read_local<T>{src.segment_at(j).data}, p.stream()));
+      });
+  detail::exchange(s, detail::const_pointers(r.served_values), s, r.sent, sizeof(T), r.from_owners);
+  detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {
+    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+        map.segment_at(i).count,
+        detail::write_local<T>{dst.segment_at(i).data, r.pos[i], static_cast<const T*>(r.sent[i])}, p.stream()));
+  });
+}
+
+/// Scatters by global index: dst[map[k]] = src[k] for every k, as thrust::scatter. `src` and `map`
+/// (integers) share one layout; `dst` is any range on the same device_set. Every index must lie in
+/// [0, dst.size()): else std::out_of_range is thrown with nothing written. Where the map repeats an
+/// index, which of the values lands there is unspecified (elements wider than 16 bytes may even
+/// mix them): pass a map without repeats, as for thrust::scatter. Elements of `dst` no index names
+/// are left as they were. Waiting, the two ways the elements travel, scratch, overlap rules and
+/// errors as strata::gather.
+template <class Src, class Map, class Dst,
+          class = std::enable_if_t<is_distributed_range_v<Src> && is_distributed_range_v<Map> &&
+                                   is_distributed_range_v<Dst>>>
+void scatter(const Src& src_r, const Map& map_r, Dst&& dst_r) {
+  constexpr const char* name = "strata::scatter";
+  using I = range_value_t<Map>;
+  using T = range_value_t<Src>;
+  static_assert(std::is_same_v<T, range_value_t<Dst>>, "strata::scatter: src and dst must have the same element type");
+  detail::require_mutable<Dst>(name);
+  const distributed_span<const T> src = detail::as_span(src_r);
+  const distributed_span<const I> map = detail::as_span(map_r);
+  const distributed_span<T> dst = detail::as_span(dst_r);
+  detail::require_by_index<I>(name, map, src, dst, src, dst);
+  if (map.size() == 0) return;
+  detail::call_scope scope(map.places().state(), name);
+  detail::set_state& s = scope.state();
+  const detail::index_owners owners(dst.partition());
+  const std::vector<std::uint64_t> counts = detail::count_by_owner(name, s, map, owners);
+  if (detail::owners_reached(s, map.partition(), dst.partition())) {
+    const detail::indexed_segments<T> out(dst);
+    detail::with_direct_access(s, map.partition(), dst.partition(), [&](std::size_t i, detail::place_state& p) {
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(map.segment_at(i).count,
+                                             detail::write_at<T, I>{src.segment_at(i).data, map.segment_at(i).data, out},
+                                             p.stream()));
+    });
+    return;
+  }
+  detail::owner_requests r = detail::request_owners(name, s, map, owners, counts, sizeof(T));
+  detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {  // the values, by owner
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.pos[i], static_cast<T*>(r.sent[i]), map.segment_at(i).count,
+                                                      detail::read_local<T>{src.segment_at(i).data}, p.stream()));
+  });
+  detail::exchange(s, detail::const_pointers(r.req), s, std::vector<void*>(r.served.begin(), r.served.end()),
+                   sizeof(std::uint64_t), r.to_owners);
+  detail::exchange(s, detail::const_pointers(r.sent), s, r.served_values, sizeof(T), r.to_owners);
+  for (std::size_t j = 0; j < r.served.size(); ++j)
+    if (s.local(j) && r.served_count[j] > 0)
+      detail::at_place(s, j, [&](detail::place_state& p) {
+        STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+            r.served_count[j],
+            detail::write_local<T>{dst.segment_at(j).data, r.served[j], static_cast<const T*>(r.served_values[j])},
+            p.stream()));
+      });
+}
+
+}  // namespace strata

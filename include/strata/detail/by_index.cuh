@@ -1,0 +1,271 @@
+// Moving elements by global index (gather, scatter): where an index lives, how many indices every
+// place sends to every owner, and the two ways elements travel. Where every place reaches every
+// other's memory (one process, one device or peer access), a kernel on each place reads or writes
+// the owners' segments directly, ordered by events (with_direct_access). Anywhere else (forced
+// host staging, places without peer access, sets spanning processes) the indices are bucketed by
+// owner: every place sorts its entries' positions by owner (one short CUB radix sort), the local
+// indices go to their owners through the one exchange (detail/exchange.cuh), and the values travel
+// back or along through it too (owner_requests). Both first count the indices per owner, which
+// checks every index before anything is written.
+#pragma once
+
+#include <strata/detail/cub_glue.cuh>
+#include <strata/detail/exchange.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/host_counts.cuh>
+#include <strata/detail/set_state.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/partition.hpp>
+
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_transform.cuh>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace strata::detail {
+
+static_assert(max_places < 255, "owners are bucketed in one byte");
+
+/// The global offsets of a partition's segments, by value, for kernels: which place holds a global
+/// index.
+struct index_owners {
+  std::uint64_t offset[max_places + 1];
+  int places;
+  explicit index_owners(const partition& part) : offset{}, places(static_cast<int>(part.places())) {
+    for (std::size_t i = 0; i < part.places(); ++i) offset[i] = part.offset(i);
+    offset[part.places()] = part.size();
+  }
+  __host__ __device__ std::uint64_t size() const { return offset[places]; }
+  /// The place whose segment holds global index g (requires g < size()): the non-empty segment
+  /// with offset[o] <= g < offset[o + 1].
+  __host__ __device__ int owner(std::uint64_t g) const {
+    int lo = 0, hi = places;  // offset[lo] <= g < offset[hi]
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) / 2;
+      if (offset[mid] <= g)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    return lo;
+  }
+};
+
+/// The owner of an index, or `places` (the out-of-range bucket) for one outside [0, size()).
+template <class I>
+struct owner_of {
+  index_owners t;
+  __host__ __device__ std::uint8_t operator()(I x) const {
+    if constexpr (std::is_signed_v<I>)
+      if (x < 0) return static_cast<std::uint8_t>(t.places);
+    const auto g = static_cast<std::uint64_t>(x);
+    return static_cast<std::uint8_t>(g < t.size() ? t.owner(g) : t.places);
+  }
+};
+
+/// Counts, for every place i of `map` and every place j of `t`, map's entries on i that place j
+/// owns: word j * k + i of the result (k = map's places), read on the host once and the same on
+/// every rank. Throws std::out_of_range (naming `name`, the number of bad indices and the range)
+/// if an index lies outside [0, t.size()); nothing has been written then.
+template <class I>
+std::vector<std::uint64_t> count_by_owner(const char* name, set_state& s, const distributed_span<const I>& map,
+                                          const index_owners& t) {
+  const partition& part = map.partition();
+  const std::size_t k = part.places(), buckets = static_cast<std::size_t>(t.places) + 1;
+  std::vector<std::uint64_t> counts = kept_counts(s, part, buckets, [&](std::uint64_t* words) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+      const auto seg = map.segment_at(i);
+      const auto owners = thrust::make_transform_iterator(seg.data, owner_of<I>{t});
+      using counter = unsigned long long;  // (what CUB's atomics add into)
+      const auto histogram = [&](void* temp, std::size_t& bytes, counter* c) {
+        return cub::DeviceHistogram::HistogramEven(temp, bytes, owners, c, static_cast<int>(buckets) + 1, 0,
+                                                   static_cast<int>(buckets), static_cast<std::int64_t>(seg.count),
+                                                   p.stream());
+      };
+      std::size_t bytes = 0;
+      STRATA_CUDA_CHECK(histogram(nullptr, bytes, nullptr));
+      const std::size_t at = (bytes + 255) / 256 * 256;  // the counters after CUB's temp storage
+      char* temp = static_cast<char*>(p.temp_storage(at + buckets * sizeof(counter)));
+      auto* c = reinterpret_cast<counter*>(temp + at);
+      STRATA_CUDA_CHECK(histogram(temp, bytes, c));
+      STRATA_CUDA_CHECK(cudaMemcpy2DAsync(words + i, k * sizeof(std::uint64_t), c, sizeof(counter), sizeof(counter),
+                                          buckets, cudaMemcpyDefault, p.stream()));
+    });
+  });
+  std::uint64_t bad = 0;
+  for (std::size_t i = 0; i < k; ++i) bad += counts[(buckets - 1) * k + i];
+  if (bad > 0)
+    throw std::out_of_range(std::string(name) + ": " + std::to_string(bad) + " of the map's indices lie outside [0, " +
+                            std::to_string(t.size()) + "); nothing was written");
+  return counts;
+}
+
+/// True if, in one process, every place with entries of `map_part` reaches every place with
+/// elements of `owner_part` directly (then kernels move the elements; else the exchange does).
+inline bool owners_reached(const set_state& s, const partition& map_part, const partition& owner_part) {
+  if (s.link != nullptr) return false;
+  for (std::size_t i = 0; i < map_part.places(); ++i)
+    for (std::size_t j = 0; j < owner_part.places(); ++j)
+      if (map_part.count(i) > 0 && owner_part.count(j) > 0 && !places_reach(s, i, s, j)) return false;
+  return true;
+}
+
+/// Runs `f(i, place)` on every place with a non-empty segment of `actors`, each of which touches
+/// the memory of the places with elements of `targets` directly (reads or writes), ordered by
+/// events with no host wait: every target first records an event after its earlier work, every
+/// actor waits for those before `f` and records an event after it, and every target then waits for
+/// every actor, so that later work on a target stays behind what the actors did to it. Requires
+/// owners_reached(s, actors, targets).
+template <class F>
+void with_direct_access(set_state& s, const partition& actors, const partition& targets, F&& f) {
+  for_each_segment(s, targets, [](std::size_t, place_state& p) {
+    STRATA_CUDA_CHECK(cudaEventRecord(p.exchange_ready(), p.stream()));
+  });
+  for_each_segment(s, actors, [&](std::size_t i, place_state& p) {
+    for (std::size_t j = 0; j < targets.places(); ++j)
+      if (targets.count(j) > 0 && j != i) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.places[j]->exchange_ready(), 0));
+    f(i, p);
+    STRATA_CUDA_CHECK(cudaEventRecord(p.exchange_done(), p.stream()));
+  });
+  for_each_segment(s, targets, [&](std::size_t j, place_state& p) {
+    for (std::size_t i = 0; i < actors.places(); ++i)
+      if (actors.count(i) > 0 && i != j) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), s.places[i]->exchange_done(), 0));
+  });
+}
+
+struct identity_index {
+  __host__ __device__ std::uint64_t operator()(std::uint64_t i) const { return i; }
+};
+
+/// The local index, at its owner, of the entry at sorted position t: map[pos[t]] - offset[owner].
+template <class I>
+struct local_index_at {
+  const I* map;
+  const std::uint64_t* pos;
+  const std::uint8_t* owner;
+  index_owners t;
+  __host__ __device__ std::uint64_t operator()(std::uint64_t k) const {
+    return static_cast<std::uint64_t>(map[pos[k]]) - t.offset[owner[k]];
+  }
+};
+
+/// The bucketed form of a move by index, prepared: every place i of the map has its entries'
+/// positions sorted by owner (`pos[i]`, stable, so each owner's share keeps map order) and, in that
+/// order, their local indices at the owners (`req[i]`); `sent[i]` has room for n_i values.
+/// `to_owners` are the pieces that carry place i's share for owner j to j, into `served[j]`
+/// (R_j indices, from the places in order, with room `served_values[j]` for R_j values);
+/// `from_owners` are the same pieces reversed. Buffers live in the places' cached scratch.
+struct owner_requests {
+  std::vector<std::uint64_t> served_count;  // R_j
+  std::vector<std::uint64_t*> pos, req, served;
+  std::vector<void*> sent, served_values;
+  std::vector<piece> to_owners, from_owners;
+};
+
+inline std::size_t aligned_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Prepares owner_requests for `map` (its places i) against the owners `t` (the same set's
+/// places j), from count_by_owner's `counts`, with values of `value_bytes` bytes. Takes every
+/// place's scratch before any device work beyond the counting (and, on a set spanning processes,
+/// the ranks agree on any allocation failure first), so running out of memory throws
+/// strata::cuda_error with nothing written. Then enqueues each place's sort; nothing waits.
+template <class I>
+owner_requests request_owners(const char* name, set_state& s, const distributed_span<const I>& map,
+                              const index_owners& t, const std::vector<std::uint64_t>& counts, std::size_t value_bytes) {
+  const partition& part = map.partition();
+  const std::size_t k = part.places(), owners = static_cast<std::size_t>(t.places);
+  owner_requests r;
+  r.pos.assign(k, nullptr);
+  r.req.assign(k, nullptr);
+  r.sent.assign(k, nullptr);
+  r.served.assign(owners, nullptr);
+  r.served_values.assign(owners, nullptr);
+  std::vector<std::uint64_t> served_n(owners, 0);
+  for (std::size_t j = 0; j < owners; ++j) {
+    std::uint64_t at = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t c = counts[j * k + i];
+      if (c > 0) r.to_owners.push_back({i, 0, j, at, c});  // (source offsets below)
+      at += c;
+    }
+    served_n[j] = at;
+  }
+  r.served_count = served_n;
+  for (piece& pc : r.to_owners) {  // place i's share for owner j starts after its shares for owners < j
+    for (std::size_t j = 0; j < pc.dst; ++j) pc.src_offset += counts[j * k + pc.src];
+    r.from_owners.push_back({pc.dst, pc.dst_offset, pc.src, pc.src_offset, pc.count});
+  }
+  // One scratch per place (a place may hold map entries and be an owner): keys twice, positions
+  // twice (the presorted ones then hold the local indices), n_i values, and R_j indices and values.
+  const int end_bit = owners <= 1 ? 1 : static_cast<int>(32 - __builtin_clz(static_cast<unsigned>(owners - 1)));
+  std::vector<std::uint8_t*> keys(k, nullptr), sorted_keys(k, nullptr);
+  // Place i's sort: owners as one-byte keys, positions as values (the presorted ones' buffer then
+  // holds the local indices: `pos` names the sorted positions).
+  const auto sort = [&](std::size_t i, place_state& p, void* temp, std::size_t& bytes) {
+    const std::uint64_t n = part.count(i);
+    cub::DoubleBuffer<std::uint8_t> dk(keys[i], keys[i] + aligned_256(n));
+    cub::DoubleBuffer<std::uint64_t> dv(r.req[i], r.pos[i]);
+    const cudaError_t e =
+        cub::DeviceRadixSort::SortPairs(temp, bytes, dk, dv, static_cast<std::int64_t>(n), 0, end_bit, p.stream());
+    if (temp != nullptr) {
+      sorted_keys[i] = dk.Current();
+      if (dv.Current() != r.pos[i]) std::swap(r.pos[i], r.req[i]);
+    }
+    return e;
+  };
+  if (s.link != nullptr) reserve_all_gather(s, sizeof(rank_verdict));
+  std::exception_ptr failed;
+  try {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (!s.local(i)) continue;
+      const std::uint64_t n = i < k ? part.count(i) : 0, m = i < owners ? served_n[i] : 0;
+      if (n == 0 && m == 0) continue;
+      at_place(s, i, [&](place_state& p) {
+        const std::size_t kb = aligned_256(n), pb = aligned_256(8 * n), vb = aligned_256(value_bytes * n),
+                          sb = aligned_256(8 * m);
+        char* sc = static_cast<char*>(p.scratch(2 * kb + 2 * pb + vb + sb + aligned_256(value_bytes * m)));
+        if (n > 0) {
+          keys[i] = reinterpret_cast<std::uint8_t*>(sc);
+          r.req[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb);
+          r.pos[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb + pb);
+          r.sent[i] = sc + 2 * kb + 2 * pb;
+          std::size_t bytes = 0;
+          STRATA_CUDA_CHECK(sort(i, p, nullptr, bytes));
+          (void)p.temp_storage(bytes);
+        }
+        if (m > 0) {
+          r.served[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb + 2 * pb + vb);
+          r.served_values[i] = sc + 2 * kb + 2 * pb + vb + sb;
+        }
+      });
+    }
+    reserve_exchange(s);
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  throw_if_any_rank_failed(s, failed, name, "reserving its exchange memory", [] {});
+
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+    const auto seg = map.segment_at(i);
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(seg.data, keys[i], seg.count, owner_of<I>{t}, p.stream()));
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), r.req[i], seg.count,
+                                                      identity_index{}, p.stream()));
+    run_cub(p, [&](void* temp, std::size_t& bytes) { return sort(i, p, temp, bytes); });
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), r.req[i], seg.count,
+                                                      local_index_at<I>{seg.data, r.pos[i], sorted_keys[i], t}, p.stream()));
+  });
+  return r;
+}
+
+}  // namespace strata::detail

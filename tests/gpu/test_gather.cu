@@ -1,0 +1,189 @@
+// gather and scatter against host references: random maps (with repeats for gather, permutations
+// for scatter) between ranges of different sizes and partitions (with empty places), signed and
+// unsigned indices, on direct sets (each place reads or writes the owners' segments) and staged
+// ones (indices and values bucketed by owner through the exchange); outputs poisoned first; an
+// index out of range throws with nothing written; a source past 2^31 elements.
+#include "test_util.cuh"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+using namespace strata_test;
+
+namespace {
+
+// A layout other than even for the side a map indexes into: explicit sizes with an empty place
+// first and one in the middle (every place empty when m is small), so the owner search meets
+// empty segments.
+strata::partition_policy uneven(const strata::device_set& set, std::uint64_t m) {
+  const std::size_t k = set.size();
+  std::vector<std::uint64_t> sizes(k, 0);
+  if (k == 1) return strata::partition_policy::explicit_sizes({m});
+  std::uint64_t left = m;
+  for (std::size_t i = 1; i < k; ++i) {
+    if (i == k / 2 && k > 2) continue;
+    const std::uint64_t c = i + 1 == k ? left : left / 3;
+    sizes[i] = c;
+    left -= c;
+  }
+  sizes[k - 1] += left;
+  return strata::partition_policy::explicit_sizes(sizes);
+}
+
+template <class I>
+std::vector<I> random_map(std::uint64_t n, std::uint64_t m, std::uint64_t seed) {
+  std::mt19937_64 g(seed ^ 0x9e3779b97f4a7c15ull);
+  std::vector<I> map(n);
+  if (m == 0) return map;
+  std::uniform_int_distribution<std::uint64_t> d(0, m - 1);
+  for (auto& x : map) x = static_cast<I>(d(g));
+  return map;
+}
+
+// The source element at global index g of the 2^31 test, on the device and the host.
+struct byte_of {
+  __host__ __device__ std::uint8_t operator()(std::uint64_t g) const { return static_cast<std::uint8_t>((g * 2654435761u) >> 7); }
+};
+
+}  // namespace
+
+// dst[k] = src[map[k]] with map of n random indices (repeats allowed) into a source of another
+// size (n / 2 + 5: gathers that fan in) laid out unevenly; int64 and uint32 indices.
+TEST(Gather, AgreesWithTheHost) {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    const std::uint64_t m = n / 2 + 5;
+    const auto hs = random_vector<std::int32_t>(m, seed);
+    const strata::distributed_vector<std::int32_t> src(hs, s.set, uneven(s.set, m));
+    const auto hm = random_map<std::int64_t>(n, m, seed);
+    const strata::distributed_vector<std::int64_t> map(hm, s.set);
+    std::vector<std::int32_t> want(n);
+    for (std::uint64_t k = 0; k < n; ++k) want[k] = hs[static_cast<std::size_t>(hm[k])];
+    strata::distributed_vector<std::int32_t> dst(n, s.set);
+    poison(dst);
+    strata::gather(map, src, dst);
+    EXPECT_TRUE(dst.to_std_vector() == want) << "int64 indices";
+    const auto hm32 = random_map<std::uint32_t>(n, m, seed + 1);
+    const strata::distributed_vector<std::uint32_t> map32(hm32, s.set);
+    for (std::uint64_t k = 0; k < n; ++k) want[k] = hs[hm32[k]];
+    poison(dst);
+    strata::gather(map32, src, dst);
+    EXPECT_TRUE(dst.to_std_vector() == want) << "uint32 indices";
+  });
+}
+
+// dst[map[k]] = src[k] with map a random injection of n entries into a destination of 2n + 3
+// elements laid out unevenly: the named elements take the values, the others keep theirs.
+TEST(Scatter, AgreesWithTheHost) {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    const std::uint64_t m = 2 * n + 3;
+    std::vector<std::int64_t> slots(m);
+    std::iota(slots.begin(), slots.end(), 0);
+    std::shuffle(slots.begin(), slots.end(), std::mt19937_64(seed));
+    const std::vector<std::int32_t> hm(slots.begin(), slots.begin() + static_cast<std::ptrdiff_t>(n));
+    const auto hs = random_vector<double>(n, seed);
+    const strata::distributed_vector<double> src(hs, s.set);
+    const strata::distributed_vector<std::int32_t> map(hm, s.set);
+    std::vector<double> want(m, -1.5);
+    for (std::uint64_t k = 0; k < n; ++k) want[static_cast<std::size_t>(hm[k])] = hs[k];
+    strata::distributed_vector<double> dst(m, -1.5, s.set, uneven(s.set, m));
+    strata::scatter(src, map, dst);
+    EXPECT_TRUE(dst.to_std_vector() == want);
+  });
+}
+
+// Gathering by a sort's permutation: sort_by_key of (keys, 0..n-1) gives the permutation, and a
+// second column follows it with one gather (the use that sort_by_key alone does not cover).
+TEST(Gather, AppliesASortPermutationToAnotherColumn) {
+  for (const auto& s : sets()) {
+    const std::uint64_t n = quick_mode() ? 65537 : 1000003, seed = fresh_seed();
+    SCOPED_TRACE(where(s, n, seed));
+    const auto hk = random_vector<std::uint32_t>(n, seed);
+    const auto hc = random_vector<float>(n, seed + 1);
+    std::vector<std::uint64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return hk[a] < hk[b]; });
+    strata::distributed_vector<std::uint32_t> keys(hk, s.set);
+    strata::distributed_vector<std::uint64_t> perm(n, s.set);
+    strata::iota(perm, std::uint64_t{0});
+    strata::stable_sort_by_key(keys, perm);
+    const strata::distributed_vector<float> column(hc, s.set);
+    strata::distributed_vector<float> sorted(n, s.set);
+    poison(sorted);
+    strata::gather(perm, column, sorted);
+    std::vector<float> want(n);
+    for (std::uint64_t k = 0; k < n; ++k) want[k] = hc[order[k]];
+    EXPECT_TRUE(sorted.to_std_vector() == want);
+  }
+}
+
+// An index outside the indexed range (one past the end, or negative) throws std::out_of_range
+// before anything is written, on direct and staged sets; the set works afterwards.
+TEST(GatherScatter, OutOfRangeThrowsWithNothingWritten) {
+  for (const auto& set : {private_set(3), staged_set(3)}) {
+    SCOPED_TRACE(set.host_staging_forced() ? "staged" : "direct");
+    const std::uint64_t n = 10007, m = 5003;
+    for (const std::int64_t bad : {std::int64_t(m), std::int64_t{-1}, std::int64_t{1} << 40}) {
+      auto hm = random_map<std::int64_t>(n, m, fresh_seed());
+      hm[n - 17] = bad;  // one bad index, on the last place
+      const strata::distributed_vector<std::int64_t> map(hm, set);
+      const strata::distributed_vector<int> src(m, 7, set);
+      strata::distributed_vector<int> dst(n, 3, set);
+      EXPECT_THROW(strata::gather(map, src, dst), std::out_of_range) << bad;
+      EXPECT_EQ(dst.to_std_vector(), std::vector<int>(n, 3)) << "gather wrote nothing, " << bad;
+      const strata::distributed_vector<int> values(n, 5, set);
+      strata::distributed_vector<int> into(m, 9, set);
+      EXPECT_THROW(strata::scatter(values, map, into), std::out_of_range) << bad;
+      EXPECT_EQ(into.to_std_vector(), std::vector<int>(m, 9)) << "scatter wrote nothing, " << bad;
+    }
+    const strata::distributed_vector<std::int64_t> ok(std::vector<std::int64_t>{4, 0, 2}, set);
+    const strata::distributed_vector<int> src(std::vector<int>{10, 11, 12, 13, 14}, set);
+    strata::distributed_vector<int> dst(3, set);
+    strata::gather(ok, src, dst);
+    EXPECT_EQ(dst.to_std_vector(), (std::vector<int>{14, 10, 12})) << "and the set still works";
+  }
+}
+
+TEST(GatherScatter, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3), other_set = private_set(2);
+  const strata::distributed_vector<std::int64_t> map(std::vector<std::int64_t>(100, 0), set);
+  const strata::distributed_vector<int> src(50, 1, set), on_other(50, 1, other_set);
+  strata::distributed_vector<int> dst(100, 2, set), shorter(99, 2, set);
+  strata::distributed_vector<int> skewed(100, 2, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  EXPECT_THROW(strata::gather(map, src, shorter), std::invalid_argument) << "map and dst differ in size";
+  EXPECT_THROW(strata::gather(map, src, skewed), std::invalid_argument) << "map and dst differ in layout";
+  EXPECT_THROW(strata::gather(map, on_other, dst), std::invalid_argument) << "src on another set";
+  EXPECT_THROW(strata::gather(map, dst, dst), std::invalid_argument) << "dst is src";
+  EXPECT_THROW(strata::scatter(dst, map, dst), std::invalid_argument) << "scatter into its own source";
+  EXPECT_EQ(dst.to_std_vector(), std::vector<int>(100, 2));
+  EXPECT_EQ(skewed.to_std_vector(), std::vector<int>(100, 2));
+  const strata::distributed_vector<std::int64_t> empty_map(0, set);
+  strata::distributed_vector<int> empty_dst(0, set);
+  strata::gather(empty_map, src, empty_dst);  // nothing to do, no error
+}
+
+// A source of 2^31 + 11 one-byte elements on 3 places (indices past 2^31 and 2^32 / 2): gathered
+// by 2^22 indices drawn over the whole range, on a direct and a staged set.
+TEST(Gather, SourcePastTwoToThe31) {
+  STRATA_SKIP_IF_QUICK();
+  const std::uint64_t m = (std::uint64_t{1} << 31) + 11, n = std::uint64_t{1} << 22;
+  for (const auto& set : {private_set(3), staged_set(3)}) {
+    SCOPED_TRACE(set.host_staging_forced() ? "staged" : "direct");
+    strata::distributed_vector<std::uint8_t> src(m, set, strata::partition_policy::even(), strata::no_init);
+    strata::tabulate(src, byte_of{});
+    auto hm = random_map<std::int64_t>(n, m, fresh_seed());
+    hm[0] = static_cast<std::int64_t>(m - 1);
+    hm[1] = std::int64_t{1} << 31;
+    const strata::distributed_vector<std::int64_t> map(hm, set);
+    strata::distributed_vector<std::uint8_t> dst(n, set);
+    poison(dst);
+    strata::gather(map, src, dst);
+    const auto got = dst.to_std_vector();
+    std::uint64_t bad = 0;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      const auto g = static_cast<std::uint64_t>(hm[k]);
+      if (got[k] != byte_of{}(g)) ++bad;
+    }
+    EXPECT_EQ(bad, 0u);
+  }
+}
