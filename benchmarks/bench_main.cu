@@ -14,6 +14,7 @@
 #include <cub/cub.cuh>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
+#include <thrust/gather.h>
 #include <thrust/find.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/reduce.h>
@@ -152,6 +153,15 @@ struct fill_gen {
 };
 struct above_two {  // never true on [0, 1): find_if reads everything
   __host__ __device__ bool operator()(float x) const { return x > 2.0f; }
+};
+struct mixed_index {  // a gather map: index i -> a well-mixed index in [0, n) (splitmix64)
+  std::uint64_t n;
+  __host__ __device__ std::uint32_t operator()(std::uint64_t i) const {
+    std::uint64_t z = i + 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return static_cast<std::uint32_t>((z ^ (z >> 31)) % n);
+  }
 };
 struct index_float {  // non-decreasing: is_sorted reads everything
   __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(i); }
@@ -323,6 +333,20 @@ void strata_adjacent_difference(benchmark::State& st) {
   span_timer t(set);
   timed_loop(st, t, [&] { strata::adjacent_difference(x, y, cuda::std::minus<>{}, strata::nosync); });
   finish(st, 2.0 * size_of(st) * sizeof(float));
+}
+
+// A gather of floats by a random map of uint32 indices (map, source, destination the same size;
+// the call waits once, for the per-owner counts that check the indices).
+void strata_gather(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<float> x(n, set, strata::partition_policy::even(), strata::no_init), y(x);
+  strata::distributed_vector<std::uint32_t> map(n, set, strata::partition_policy::even(), strata::no_init);
+  random_fill(x);
+  strata::tabulate(map, mixed_index{n});
+  span_timer t(set);
+  timed_loop(st, t, [&] { strata::gather(map, x, y); });
+  finish(st, 3.0 * n * sizeof(float));
 }
 
 // A 256-bin histogram of floats in [0, 1) (the bins on the host: the call waits).
@@ -763,6 +787,17 @@ void thrust_inclusive_scan(benchmark::State& st) {
   finish(st, 2.0 * n * sizeof(float));
 }
 
+void thrust_gather(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), y(n);
+  dbuf<std::uint32_t> map(n);
+  random_fill(x.p, n, a.s);
+  thrust::tabulate(thrust::cuda::par.on(a.s), map.p, map.p + n, mixed_index{n});
+  timed_loop(st, a.t, [&] { thrust::gather(thrust::cuda::par_nosync.on(a.s), map.p, map.p + n, x.p, y.p); });
+  finish(st, 3.0 * n * sizeof(float));
+}
+
 void thrust_fill(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -830,7 +865,8 @@ void register_all() {
       {"redistribute_f32", strata_redistribute}, {"redistribute_cached_f32", strata_redistribute_cached},
       {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>},
       {"histogram_f32", strata_histogram}, {"find_if_f32", strata_find_if},
-      {"is_sorted_f32", strata_is_sorted}, {"adjacent_difference_f32", strata_adjacent_difference}};
+      {"is_sorted_f32", strata_is_sorted}, {"adjacent_difference_f32", strata_adjacent_difference},
+      {"gather_f32", strata_gather}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -842,7 +878,7 @@ void register_all() {
       {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill},
-      {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}};
+      {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}, {"gather_f32", thrust_gather}};
 
   for (const auto& [name, fn] : cub_cases) {
     auto* b = benchmark::RegisterBenchmark((std::string("cub/") + name).c_str(), fn);
