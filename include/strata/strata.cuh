@@ -19,6 +19,7 @@
 #include <strata/algorithm/gather.cuh>
 #include <strata/algorithm/histogram.cuh>
 #include <strata/algorithm/redistribute.cuh>
+#include <strata/algorithm/search.cuh>
 #include <strata/algorithm/reduce.cuh>
 #include <strata/algorithm/scan.cuh>
 #include <strata/algorithm/sort.cuh>

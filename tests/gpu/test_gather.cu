@@ -1,4 +1,5 @@
-// gather and scatter against host references: random maps (with repeats for gather, permutations
+// gather, scatter and the vectorised searches (lower_bound, upper_bound, binary_search) against
+// host references. gather and scatter: random maps (with repeats for gather, permutations
 // for scatter) between ranges of different sizes and partitions (with empty places), signed and
 // unsigned indices, on direct sets (each place reads or writes the owners' segments) and staged
 // ones (indices and values bucketed by owner through the exchange); outputs poisoned first; an
@@ -186,4 +187,101 @@ TEST(Gather, SourcePastTwoToThe31) {
     }
     EXPECT_EQ(bad, 0u);
   }
+}
+
+// ---- lower_bound, upper_bound, binary_search ----------------------------------------------
+
+// Sorted small integers (many repeats) laid out unevenly (empty places), queried by random values
+// reaching past both ends, in another layout: the three searches against std:: on the host, into
+// poisoned outputs of several integer types and bool.
+TEST(Search, AgreesWithTheHost) {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    auto hs = random_vector<std::int32_t>(n, seed);
+    std::sort(hs.begin(), hs.end());
+    const strata::distributed_vector<std::int32_t> sorted(hs, s.set, uneven(s.set, n));
+    const std::uint64_t m = n / 3 + 7;
+    std::mt19937_64 g(seed + 1);
+    std::uniform_int_distribution<int> d(-110, 110);
+    std::vector<std::int32_t> hq(m);
+    for (auto& q : hq) q = d(g);
+    const strata::distributed_vector<std::int32_t> queries(hq, s.set);
+    std::vector<std::uint64_t> lo(m), hi(m);
+    std::vector<char> found(m);
+    for (std::uint64_t k = 0; k < m; ++k) {
+      lo[k] = static_cast<std::uint64_t>(std::lower_bound(hs.begin(), hs.end(), hq[k]) - hs.begin());
+      hi[k] = static_cast<std::uint64_t>(std::upper_bound(hs.begin(), hs.end(), hq[k]) - hs.begin());
+      found[k] = std::binary_search(hs.begin(), hs.end(), hq[k]);
+    }
+    strata::distributed_vector<std::uint64_t> out(m, s.set);
+    poison(out);
+    strata::lower_bound(sorted, queries, out);
+    EXPECT_TRUE(out.to_std_vector() == lo) << "lower_bound";
+    poison(out);
+    strata::upper_bound(sorted, queries, out);
+    EXPECT_TRUE(out.to_std_vector() == hi) << "upper_bound";
+    strata::distributed_vector<bool> has(m, s.set);
+    poison(has);
+    strata::binary_search(sorted, queries, has);
+    const auto got = has.to_std_vector();
+    std::uint64_t wrong = 0;
+    for (std::uint64_t k = 0; k < m; ++k) wrong += got[k] != static_cast<bool>(found[k]);
+    EXPECT_EQ(wrong, 0u) << "binary_search";
+    strata::distributed_vector<std::int32_t> out32(m, s.set);
+    poison(out32);
+    strata::lower_bound(sorted, queries, out32);
+    const auto got32 = out32.to_std_vector();
+    EXPECT_TRUE(std::equal(got32.begin(), got32.end(), lo.begin(), [](std::int32_t a, std::uint64_t b) {
+      return static_cast<std::uint64_t>(a) == b;
+    })) << "into int32";
+  });
+}
+
+// A descending range searched with cuda::std::greater, and floats found exactly (queries drawn
+// from the data, every other one nudged off it).
+TEST(Search, ComparatorAndFloats) {
+  for (const auto& s : sets()) {
+    const std::uint64_t n = quick_mode() ? 65537 : 1000003, seed = fresh_seed();
+    SCOPED_TRACE(where(s, n, seed));
+    auto hs = random_vector<float>(n, seed);
+    std::sort(hs.begin(), hs.end(), std::greater<float>{});
+    const strata::distributed_vector<float> sorted(hs, s.set);
+    std::mt19937_64 g(seed + 2);
+    std::vector<float> hq(n / 7 + 3);
+    for (std::size_t k = 0; k < hq.size(); ++k) {
+      hq[k] = hs[g() % n];
+      if (k % 2) hq[k] = std::nextafter(hq[k], 2.0f);
+    }
+    const strata::distributed_vector<float> queries(hq, s.set, uneven(s.set, hq.size()));
+    strata::distributed_vector<std::int64_t> out(hq.size(), s.set, uneven(s.set, hq.size()));
+    strata::distributed_vector<bool> has(hq.size(), s.set, uneven(s.set, hq.size()));
+    poison(out);
+    strata::upper_bound(sorted, queries, out, cuda::std::greater<float>{});
+    strata::binary_search(sorted, queries, has, cuda::std::greater<float>{});
+    const auto got = out.to_std_vector();
+    const auto got_has = has.to_std_vector();
+    std::uint64_t wrong = 0, wrong_has = 0;
+    for (std::size_t k = 0; k < hq.size(); ++k) {
+      wrong += got[k] != std::upper_bound(hs.begin(), hs.end(), hq[k], std::greater<float>{}) - hs.begin();
+      wrong_has += got_has[k] != std::binary_search(hs.begin(), hs.end(), hq[k], std::greater<float>{});
+    }
+    EXPECT_EQ(wrong, 0u) << "upper_bound";
+    EXPECT_EQ(wrong_has, 0u) << "binary_search";
+  }
+}
+
+TEST(Search, EmptyRangeAndBadArguments) {
+  const auto set = private_set(3), other_set = private_set(2);
+  const strata::distributed_vector<int> empty(0, set), sorted(std::vector<int>{1, 3, 5, 7}, set);
+  const strata::distributed_vector<int> queries(std::vector<int>{0, 3, 8}, set), on_other(3, 1, other_set);
+  strata::distributed_vector<std::uint64_t> out(3, 99, set), skewed(3, 99, set, strata::partition_policy::explicit_sizes({3, 0, 0}));
+  strata::distributed_vector<bool> has(3, true, set);
+  strata::lower_bound(empty, queries, out);
+  strata::binary_search(empty, queries, has);
+  EXPECT_EQ(out.to_std_vector(), std::vector<std::uint64_t>(3, 0)) << "nothing to find: 0";
+  EXPECT_EQ(has.to_std_vector(), std::vector<bool>(3, false)) << "nothing to find: false";
+  EXPECT_THROW(strata::lower_bound(sorted, queries, skewed), std::invalid_argument) << "out in another layout";
+  EXPECT_THROW(strata::lower_bound(sorted, on_other, skewed), std::invalid_argument) << "queries on another set";
+  EXPECT_EQ(skewed.to_std_vector(), std::vector<std::uint64_t>(3, 99));
+  strata::lower_bound(sorted, queries, out);
+  EXPECT_EQ(out.to_std_vector(), (std::vector<std::uint64_t>{0, 1, 4}));
 }

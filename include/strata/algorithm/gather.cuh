@@ -27,21 +27,6 @@ namespace strata {
 
 namespace detail {
 
-/// A span's segments by value, for kernels: element g (global index) of the range.
-template <class T>
-struct indexed_segments {
-  index_owners t;
-  T* data[max_places];
-  template <class S>
-  explicit indexed_segments(const S& r) : t(r.partition()), data{} {
-    for (std::size_t i = 0; i < r.segment_count(); ++i) data[i] = r.segment_at(i).data;
-  }
-  __host__ __device__ T& operator[](std::uint64_t g) const {
-    const int o = t.owner(g);
-    return data[o][g - t.offset[o]];
-  }
-};
-
 /// gather's direct read: the element at global index x of the source.
 template <class T, class I>
 struct read_at {
@@ -57,27 +42,6 @@ struct write_at {
   indexed_segments<T> dst;
   __host__ __device__ void operator()(std::uint64_t k) const { dst[static_cast<std::uint64_t>(map[k])] = src[k]; }
 };
-
-/// values[t] = data[index[t]] (a place's local read by local indices).
-template <class T>
-struct read_local {
-  const T* data;
-  __host__ __device__ T operator()(std::uint64_t i) const { return data[i]; }
-};
-
-/// data[index[t]] = values[t] (a place's local write by local indices).
-template <class T>
-struct write_local {
-  T* data;
-  const std::uint64_t* index;
-  const T* values;
-  __host__ __device__ void operator()(std::uint64_t k) const { data[index[k]] = values[k]; }
-};
-
-template <class T>
-std::vector<const void*> const_pointers(const std::vector<T*>& v) {
-  return std::vector<const void*>(v.begin(), v.end());
-}
 
 /// The checks gather and scatter share, before any device work: integral indices; `indexed`
 /// (gather's dst, scatter's src) laid out as `map`; `other` (gather's src, scatter's dst) on the
@@ -139,13 +103,13 @@ void gather(const Map& map_r, const Src& src_r, Dst&& dst_r) {
     });
     return;
   }
-  detail::owner_requests r = detail::request_owners(name, s, map, owners, counts, sizeof(T));
-  detail::exchange(s, detail::const_pointers(r.req), s, std::vector<void*>(r.served.begin(), r.served.end()),
-                   sizeof(std::uint64_t), r.to_owners);
+  detail::owner_requests r = detail::request_by_index(name, s, map, owners, counts, sizeof(T));
+  detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
   for (std::size_t j = 0; j < r.served.size(); ++j)  // every owner reads what it was asked for
     if (s.local(j) && r.served_count[j] > 0)
       detail::at_place(s, j, [&](detail::place_state& p) {
-        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.served[j], static_cast<T*>(r.served_values[j]),
+        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(static_cast<const std::uint64_t*>(r.served[j]),
+                                                          static_cast<T*>(r.served_values[j]),
                                                           r.served_count[j],
                                                           detail::read_local<T>{src.segment_at(j).data}, p.stream()));
       });
@@ -191,20 +155,20 @@ void scatter(const Src& src_r, const Map& map_r, Dst&& dst_r) {
     });
     return;
   }
-  detail::owner_requests r = detail::request_owners(name, s, map, owners, counts, sizeof(T));
+  detail::owner_requests r = detail::request_by_index(name, s, map, owners, counts, sizeof(T));
   detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {  // the values, by owner
     STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.pos[i], static_cast<T*>(r.sent[i]), map.segment_at(i).count,
                                                       detail::read_local<T>{src.segment_at(i).data}, p.stream()));
   });
-  detail::exchange(s, detail::const_pointers(r.req), s, std::vector<void*>(r.served.begin(), r.served.end()),
-                   sizeof(std::uint64_t), r.to_owners);
+  detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
   detail::exchange(s, detail::const_pointers(r.sent), s, r.served_values, sizeof(T), r.to_owners);
   for (std::size_t j = 0; j < r.served.size(); ++j)
     if (s.local(j) && r.served_count[j] > 0)
       detail::at_place(s, j, [&](detail::place_state& p) {
         STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
             r.served_count[j],
-            detail::write_local<T>{dst.segment_at(j).data, r.served[j], static_cast<const T*>(r.served_values[j])},
+            detail::write_local<T>{dst.segment_at(j).data, static_cast<const std::uint64_t*>(r.served[j]),
+                                   static_cast<const T*>(r.served_values[j])},
             p.stream()));
       });
 }

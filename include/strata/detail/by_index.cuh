@@ -62,6 +62,21 @@ struct index_owners {
   }
 };
 
+/// A span's segments by value, for kernels: element g (global index) of the range.
+template <class T>
+struct indexed_segments {
+  index_owners t;
+  T* data[max_places];
+  template <class S>
+  explicit indexed_segments(const S& r) : t(r.partition()), data{} {
+    for (std::size_t i = 0; i < r.segment_count(); ++i) data[i] = r.segment_at(i).data;
+  }
+  __host__ __device__ T& operator[](std::uint64_t g) const {
+    const int o = t.owner(g);
+    return data[o][g - t.offset[o]];
+  }
+};
+
 /// The owner of an index, or `places` (the out-of-range bucket) for one outside [0, size()).
 template <class I>
 struct owner_of {
@@ -74,22 +89,20 @@ struct owner_of {
   }
 };
 
-/// Counts, for every place i of `map` and every place j of `t`, map's entries on i that place j
-/// owns: word j * k + i of the result (k = map's places), read on the host once and the same on
-/// every rank. Throws std::out_of_range (naming `name`, the number of bad indices and the range)
-/// if an index lies outside [0, t.size()); nothing has been written then.
-template <class I>
-std::vector<std::uint64_t> count_by_owner(const char* name, set_state& s, const distributed_span<const I>& map,
-                                          const index_owners& t) {
-  const partition& part = map.partition();
-  const std::size_t k = part.places(), buckets = static_cast<std::size_t>(t.places) + 1;
-  std::vector<std::uint64_t> counts = kept_counts(s, part, buckets, [&](std::uint64_t* words) {
+/// Counts, for every place i of `in` and every bucket b < `buckets`, the elements x of in's
+/// segment i with owner(x) == b (a one-byte owner key; CUB's histogram): word b * k + i of the
+/// result (k = in's places), read on the host once and the same on every rank.
+template <class S, class Owner>
+std::vector<std::uint64_t> count_owners(set_state& s, const S& in, std::size_t buckets, const Owner& owner) {
+  const partition& part = in.partition();
+  const std::size_t k = part.places();
+  return kept_counts(s, part, buckets, [&](std::uint64_t* words) {
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-      const auto seg = map.segment_at(i);
-      const auto owners = thrust::make_transform_iterator(seg.data, owner_of<I>{t});
+      const auto seg = in.segment_at(i);
+      const auto keys = thrust::make_transform_iterator(seg.data, owner);
       using counter = unsigned long long;  // (what CUB's atomics add into)
       const auto histogram = [&](void* temp, std::size_t& bytes, counter* c) {
-        return cub::DeviceHistogram::HistogramEven(temp, bytes, owners, c, static_cast<int>(buckets) + 1, 0,
+        return cub::DeviceHistogram::HistogramEven(temp, bytes, keys, c, static_cast<int>(buckets) + 1, 0,
                                                    static_cast<int>(buckets), static_cast<std::int64_t>(seg.count),
                                                    p.stream());
       };
@@ -103,6 +116,17 @@ std::vector<std::uint64_t> count_by_owner(const char* name, set_state& s, const 
                                           buckets, cudaMemcpyDefault, p.stream()));
     });
   });
+}
+
+/// count_owners of a map of indices into the range laid out as `t`: word j * k + i counts the
+/// entries of map's segment i that place j owns. Throws std::out_of_range (naming `name`, the
+/// number of bad indices and the range) if an index lies outside [0, t.size()); nothing has been
+/// written then.
+template <class I>
+std::vector<std::uint64_t> count_by_owner(const char* name, set_state& s, const distributed_span<const I>& map,
+                                          const index_owners& t) {
+  const std::size_t k = map.partition().places(), buckets = static_cast<std::size_t>(t.places) + 1;
+  std::vector<std::uint64_t> counts = count_owners(s, map, buckets, owner_of<I>{t});
   std::uint64_t bad = 0;
   for (std::size_t i = 0; i < k; ++i) bad += counts[(buckets - 1) * k + i];
   if (bad > 0)
@@ -160,67 +184,90 @@ struct local_index_at {
   }
 };
 
-/// The bucketed form of a move by index, prepared: every place i of the map has its entries'
-/// positions sorted by owner (`pos[i]`, stable, so each owner's share keeps map order) and, in that
-/// order, their local indices at the owners (`req[i]`); `sent[i]` has room for n_i values.
-/// `to_owners` are the pieces that carry place i's share for owner j to j, into `served[j]`
-/// (R_j indices, from the places in order, with room `served_values[j]` for R_j values);
-/// `from_owners` are the same pieces reversed. Buffers live in the places' cached scratch.
+/// values[t] = data[index[t]] (a place's local read by local indices).
+template <class T>
+struct read_local {
+  const T* data;
+  __host__ __device__ T operator()(std::uint64_t i) const { return data[i]; }
+};
+
+/// data[index[t]] = values[t] (a place's local write by local indices), converted to T.
+template <class T, class V = T>
+struct write_local {
+  T* data;
+  const std::uint64_t* index;
+  const V* values;
+  __host__ __device__ void operator()(std::uint64_t k) const { data[index[k]] = static_cast<T>(values[k]); }
+};
+
+template <class T>
+std::vector<const void*> const_pointers(const std::vector<T*>& v) {
+  return std::vector<const void*>(v.begin(), v.end());
+}
+
+/// The bucketed form of a move by owner, prepared: every place i of the entries has their
+/// positions sorted by owner (`pos[i]`, stable, so each owner's share keeps the entries' order)
+/// and, in that order, what each entry sends its owner (`payload[i]`: a local index, a query);
+/// `sent[i]` has room for n_i values (what comes back, or goes along). `to_owners` are the pieces
+/// that carry place i's share for owner j to j, into `served[j]` (R_j payloads, from the places in
+/// order, with room `served_values[j]` for R_j values); `from_owners` are the same pieces
+/// reversed. The buffers live in the places' cached scratch.
 struct owner_requests {
   std::vector<std::uint64_t> served_count;  // R_j
-  std::vector<std::uint64_t*> pos, req, served;
-  std::vector<void*> sent, served_values;
+  std::vector<std::uint64_t*> pos;
+  std::vector<void*> payload, served, sent, served_values;
   std::vector<piece> to_owners, from_owners;
 };
 
 inline std::size_t aligned_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
-/// Prepares owner_requests for `map` (its places i) against the owners `t` (the same set's
-/// places j), from count_by_owner's `counts`, with values of `value_bytes` bytes. Takes every
-/// place's scratch before any device work beyond the counting (and, on a set spanning processes,
-/// the ranks agree on any allocation failure first), so running out of memory throws
-/// strata::cuda_error with nothing written. Then enqueues each place's sort; nothing waits.
-template <class I>
-owner_requests request_owners(const char* name, set_state& s, const distributed_span<const I>& map,
-                              const index_owners& t, const std::vector<std::uint64_t>& counts, std::size_t value_bytes) {
-  const partition& part = map.partition();
-  const std::size_t k = part.places(), owners = static_cast<std::size_t>(t.places);
+/// Prepares owner_requests for the entries `in` (its places i) against `owners` owning places
+/// (the same set's places j), from count_owners' `counts` under the same `owner`, with payloads of
+/// `payload_bytes` and values of `value_bytes` bytes. Takes every place's scratch before any
+/// device work beyond the counting (and, on a set spanning processes, the ranks agree on any
+/// allocation failure first), so running out of memory throws strata::cuda_error with nothing
+/// written. Then enqueues on each place the owners' computation, a one-byte CUB radix sort of the
+/// positions by owner, and `fill(i, place, pos, sorted_owners, payload)`, which writes the
+/// payloads; nothing waits.
+template <class S, class Owner, class Fill>
+owner_requests request_owners(const char* name, set_state& s, const S& in, const Owner& owner, std::size_t owners,
+                              const std::vector<std::uint64_t>& counts, std::size_t payload_bytes,
+                              std::size_t value_bytes, Fill&& fill) {
+  const partition& part = in.partition();
+  const std::size_t k = part.places();
   owner_requests r;
   r.pos.assign(k, nullptr);
-  r.req.assign(k, nullptr);
+  r.payload.assign(k, nullptr);
   r.sent.assign(k, nullptr);
   r.served.assign(owners, nullptr);
   r.served_values.assign(owners, nullptr);
-  std::vector<std::uint64_t> served_n(owners, 0);
-  for (std::size_t j = 0; j < owners; ++j) {
-    std::uint64_t at = 0;
+  r.served_count.assign(owners, 0);
+  for (std::size_t j = 0; j < owners; ++j)
     for (std::size_t i = 0; i < k; ++i) {
       const std::uint64_t c = counts[j * k + i];
-      if (c > 0) r.to_owners.push_back({i, 0, j, at, c});  // (source offsets below)
-      at += c;
+      if (c > 0) r.to_owners.push_back({i, 0, j, r.served_count[j], c});  // (source offsets below)
+      r.served_count[j] += c;
     }
-    served_n[j] = at;
-  }
-  r.served_count = served_n;
   for (piece& pc : r.to_owners) {  // place i's share for owner j starts after its shares for owners < j
     for (std::size_t j = 0; j < pc.dst; ++j) pc.src_offset += counts[j * k + pc.src];
     r.from_owners.push_back({pc.dst, pc.dst_offset, pc.src, pc.src_offset, pc.count});
   }
-  // One scratch per place (a place may hold map entries and be an owner): keys twice, positions
-  // twice (the presorted ones then hold the local indices), n_i values, and R_j indices and values.
+  // One scratch per place (a place may hold entries and be an owner): owner keys twice, positions
+  // twice (the presorted ones' buffer then holds payloads of up to 8 bytes), larger payloads, n_i
+  // values, and R_j payloads and values.
   const int end_bit = owners <= 1 ? 1 : static_cast<int>(32 - __builtin_clz(static_cast<unsigned>(owners - 1)));
   std::vector<std::uint8_t*> keys(k, nullptr), sorted_keys(k, nullptr);
-  // Place i's sort: owners as one-byte keys, positions as values (the presorted ones' buffer then
-  // holds the local indices: `pos` names the sorted positions).
+  std::vector<std::uint64_t*> spare(k, nullptr);  // the sort's second value buffer
+  std::vector<void*> wide(k, nullptr);            // payloads of more than 8 bytes
   const auto sort = [&](std::size_t i, place_state& p, void* temp, std::size_t& bytes) {
     const std::uint64_t n = part.count(i);
     cub::DoubleBuffer<std::uint8_t> dk(keys[i], keys[i] + aligned_256(n));
-    cub::DoubleBuffer<std::uint64_t> dv(r.req[i], r.pos[i]);
+    cub::DoubleBuffer<std::uint64_t> dv(spare[i], r.pos[i]);
     const cudaError_t e =
         cub::DeviceRadixSort::SortPairs(temp, bytes, dk, dv, static_cast<std::int64_t>(n), 0, end_bit, p.stream());
     if (temp != nullptr) {
       sorted_keys[i] = dk.Current();
-      if (dv.Current() != r.pos[i]) std::swap(r.pos[i], r.req[i]);
+      if (dv.Current() != r.pos[i]) std::swap(r.pos[i], spare[i]);  // pos: the sorted positions
     }
     return e;
   };
@@ -229,24 +276,26 @@ owner_requests request_owners(const char* name, set_state& s, const distributed_
   try {
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (!s.local(i)) continue;
-      const std::uint64_t n = i < k ? part.count(i) : 0, m = i < owners ? served_n[i] : 0;
+      const std::uint64_t n = i < k ? part.count(i) : 0, m = i < owners ? r.served_count[i] : 0;
       if (n == 0 && m == 0) continue;
       at_place(s, i, [&](place_state& p) {
-        const std::size_t kb = aligned_256(n), pb = aligned_256(8 * n), vb = aligned_256(value_bytes * n),
-                          sb = aligned_256(8 * m);
-        char* sc = static_cast<char*>(p.scratch(2 * kb + 2 * pb + vb + sb + aligned_256(value_bytes * m)));
+        const std::size_t kb = aligned_256(n), pb = aligned_256(8 * n),
+                          xb = payload_bytes > 8 ? aligned_256(payload_bytes * n) : 0, vb = aligned_256(value_bytes * n),
+                          sb = aligned_256(payload_bytes * m);
+        char* sc = static_cast<char*>(p.scratch(2 * kb + 2 * pb + xb + vb + sb + aligned_256(value_bytes * m)));
         if (n > 0) {
           keys[i] = reinterpret_cast<std::uint8_t*>(sc);
-          r.req[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb);
+          spare[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb);
           r.pos[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb + pb);
-          r.sent[i] = sc + 2 * kb + 2 * pb;
+          wide[i] = sc + 2 * kb + 2 * pb;
+          r.sent[i] = sc + 2 * kb + 2 * pb + xb;
           std::size_t bytes = 0;
           STRATA_CUDA_CHECK(sort(i, p, nullptr, bytes));
           (void)p.temp_storage(bytes);
         }
         if (m > 0) {
-          r.served[i] = reinterpret_cast<std::uint64_t*>(sc + 2 * kb + 2 * pb + vb);
-          r.served_values[i] = sc + 2 * kb + 2 * pb + vb + sb;
+          r.served[i] = sc + 2 * kb + 2 * pb + xb + vb;
+          r.served_values[i] = sc + 2 * kb + 2 * pb + xb + vb + sb;
         }
       });
     }
@@ -257,15 +306,31 @@ owner_requests request_owners(const char* name, set_state& s, const distributed_
   throw_if_any_rank_failed(s, failed, name, "reserving its exchange memory", [] {});
 
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    const auto seg = map.segment_at(i);
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(seg.data, keys[i], seg.count, owner_of<I>{t}, p.stream()));
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), r.req[i], seg.count,
+    const auto seg = in.segment_at(i);
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(seg.data, keys[i], seg.count, owner, p.stream()));
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), spare[i], seg.count,
                                                       identity_index{}, p.stream()));
     run_cub(p, [&](void* temp, std::size_t& bytes) { return sort(i, p, temp, bytes); });
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(thrust::counting_iterator<std::uint64_t>(0), r.req[i], seg.count,
-                                                      local_index_at<I>{seg.data, r.pos[i], sorted_keys[i], t}, p.stream()));
+    // Payloads of up to 8 bytes take the spare buffer; larger ones their own, before the values.
+    r.payload[i] = payload_bytes > 8 ? wide[i] : static_cast<void*>(spare[i]);
+    fill(i, p, static_cast<const std::uint64_t*>(r.pos[i]), static_cast<const std::uint8_t*>(sorted_keys[i]), r.payload[i]);
   });
   return r;
+}
+
+/// request_owners for a map of indices into the range laid out as `t` (gather, scatter): each
+/// entry's payload is its index local to its owner (8 bytes).
+template <class I>
+owner_requests request_by_index(const char* name, set_state& s, const distributed_span<const I>& map,
+                                const index_owners& t, const std::vector<std::uint64_t>& counts, std::size_t value_bytes) {
+  return request_owners(name, s, map, owner_of<I>{t}, static_cast<std::size_t>(t.places), counts, sizeof(std::uint64_t),
+                        value_bytes,
+                        [&](std::size_t i, place_state& p, const std::uint64_t* pos, const std::uint8_t* owner, void* payload) {
+                          const auto seg = map.segment_at(i);
+                          STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(
+                              thrust::counting_iterator<std::uint64_t>(0), static_cast<std::uint64_t*>(payload), seg.count,
+                              local_index_at<I>{seg.data, pos, owner, t}, p.stream()));
+                        });
 }
 
 }  // namespace strata::detail

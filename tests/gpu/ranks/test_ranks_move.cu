@@ -105,3 +105,33 @@ TEST(NcclSpanning, GatherAndScatterAcrossRanks) {
     EXPECT_TRUE(dst.to_std_vector() == want) << "nothing written";
   });
 }
+
+// The searches on sets spanning the ranks: the segments' first elements all-gathered, the queries
+// sent to the owning ranks' places (or searched there directly within a rank), answers back.
+TEST(NcclSpanning, SearchesAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    auto hs = random_vector<std::int64_t>(n, seed);
+    std::sort(hs.begin(), hs.end());
+    const strata::distributed_vector<std::int64_t> sorted(hs, set, policy);
+    std::mt19937_64 g(seed + 1);
+    std::vector<std::int64_t> hq(n / 2 + 5);
+    for (auto& q : hq) q = static_cast<std::int64_t>(g() % 230) - 115;
+    const strata::distributed_vector<std::int64_t> queries(hq, set);
+    strata::distributed_vector<std::uint64_t> lo(hq.size(), 77, set), hi(hq.size(), 77, set);
+    strata::distributed_vector<bool> has(hq.size(), set);
+    strata::lower_bound(sorted, queries, lo);
+    strata::upper_bound(sorted, queries, hi);
+    strata::binary_search(sorted, queries, has);
+    std::vector<std::uint64_t> want_lo(hq.size()), want_hi(hq.size());
+    std::vector<bool> want_has(hq.size());
+    for (std::size_t k = 0; k < hq.size(); ++k) {
+      want_lo[k] = static_cast<std::uint64_t>(std::lower_bound(hs.begin(), hs.end(), hq[k]) - hs.begin());
+      want_hi[k] = static_cast<std::uint64_t>(std::upper_bound(hs.begin(), hs.end(), hq[k]) - hs.begin());
+      want_has[k] = std::binary_search(hs.begin(), hs.end(), hq[k]);
+    }
+    EXPECT_TRUE(lo.to_std_vector() == want_lo) << "lower_bound";
+    EXPECT_TRUE(hi.to_std_vector() == want_hi) << "upper_bound";
+    EXPECT_TRUE(has.to_std_vector() == want_has) << "binary_search";
+  });
+}
