@@ -14,6 +14,7 @@
 #include <cub/cub.cuh>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
+#include <thrust/binary_search.h>
 #include <thrust/gather.h>
 #include <thrust/find.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -162,6 +163,10 @@ struct mixed_index {  // a gather map: index i -> a well-mixed index in [0, n) (
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return static_cast<std::uint32_t>((z ^ (z >> 31)) % n);
   }
+};
+struct mixed_float {  // search queries over [0, n): mixed_index as a float
+  std::uint64_t n;
+  __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(mixed_index{n}(i)); }
 };
 struct index_float {  // non-decreasing: is_sorted reads everything
   __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(i); }
@@ -347,6 +352,19 @@ void strata_gather(benchmark::State& st) {
   span_timer t(set);
   timed_loop(st, t, [&] { strata::gather(map, x, y); });
   finish(st, 3.0 * n * sizeof(float));
+}
+
+// lower_bound of n random queries into n sorted floats (0, 1, 2, ...): 64-bit indices out.
+void strata_lower_bound(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<float> x(n, set, strata::partition_policy::even(), strata::no_init), q(x);
+  strata::distributed_vector<std::uint64_t> out(n, set, strata::partition_policy::even(), strata::no_init);
+  strata::tabulate(x, index_float{});
+  strata::tabulate(q, mixed_float{n});
+  span_timer t(set);
+  timed_loop(st, t, [&] { strata::lower_bound(x, q, out); });
+  finish(st, n * (sizeof(float) + sizeof(std::uint64_t)));
 }
 
 // A 256-bin histogram of floats in [0, 1) (the bins on the host: the call waits).
@@ -798,6 +816,17 @@ void thrust_gather(benchmark::State& st) {
   finish(st, 3.0 * n * sizeof(float));
 }
 
+void thrust_lower_bound(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n), q(n);
+  dbuf<std::uint64_t> out(n);
+  thrust::tabulate(thrust::cuda::par.on(a.s), x.p, x.p + n, index_float{});
+  thrust::tabulate(thrust::cuda::par.on(a.s), q.p, q.p + n, mixed_float{n});
+  timed_loop(st, a.t, [&] { thrust::lower_bound(thrust::cuda::par_nosync.on(a.s), x.p, x.p + n, q.p, q.p + n, out.p); });
+  finish(st, n * (sizeof(float) + sizeof(std::uint64_t)));
+}
+
 void thrust_fill(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -866,7 +895,7 @@ void register_all() {
       {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>},
       {"histogram_f32", strata_histogram}, {"find_if_f32", strata_find_if},
       {"is_sorted_f32", strata_is_sorted}, {"adjacent_difference_f32", strata_adjacent_difference},
-      {"gather_f32", strata_gather}};
+      {"gather_f32", strata_gather}, {"lower_bound_f32", strata_lower_bound}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -878,7 +907,8 @@ void register_all() {
       {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill},
-      {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}, {"gather_f32", thrust_gather}};
+      {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}, {"gather_f32", thrust_gather},
+      {"lower_bound_f32", thrust_lower_bound}};
 
   for (const auto& [name, fn] : cub_cases) {
     auto* b = benchmark::RegisterBenchmark((std::string("cub/") + name).c_str(), fn);

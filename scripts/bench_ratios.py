@@ -34,7 +34,7 @@ def main():
             continue
         lg, places = args[0], args[1]
         anchor = rows.get(("cub", case, (lg,)))
-        if anchor is None:  # no CUB call for it (find_if, is_sorted, gather): Thrust's is the anchor
+        if anchor is None:  # no CUB call for it (find_if, is_sorted, gather, lower_bound): Thrust's is the anchor
             anchor = rows.get(("thrust", case, (lg,)))
             case = case + " (vs thrust)"
         if anchor is None:
