@@ -227,6 +227,10 @@ TEST(Sort, StructsAndDeviceLambdasOnTheComparisonPath) {
     }
 }
 
+struct at_most {  // <=: not a strict weak order
+  __host__ __device__ bool operator()(int a, int b) const { return a <= b; }
+};
+
 // Random keys and values (so any permutation a refused call made would show), each refused call
 // checked to leave every range as it was.
 TEST(Sort, BadArgumentsThrowBeforeDeviceWork) {
@@ -243,6 +247,14 @@ TEST(Sort, BadArgumentsThrowBeforeDeviceWork) {
   EXPECT_EQ(k.to_std_vector(), hk);
   EXPECT_EQ(shorter.to_std_vector(), hs);
   EXPECT_EQ(other.to_std_vector(), ho);
+  // <= is no strict weak order: refused before any key moves, on one place and on three.
+  for (const auto& s : {strata::device_set::repeat(0, 1), set}) {
+    strata::distributed_vector<int> keys(hk, s), values(ho, s);
+    EXPECT_THROW(strata::sort(keys, at_most{}), std::invalid_argument);
+    EXPECT_THROW(strata::stable_sort_by_key(keys, values, cuda::std::less_equal<int>{}), std::invalid_argument);
+    EXPECT_EQ(keys.to_std_vector(), hk) << s.size() << " places";
+    EXPECT_EQ(values.to_std_vector(), ho) << s.size() << " places";
+  }
 }
 
 // The sort's scratch does not fit: strata::cuda_error naming the device, the keys unchanged, and

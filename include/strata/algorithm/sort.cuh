@@ -101,6 +101,13 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   };
   std::exception_ptr failed;
   try {
+    if constexpr (!radix_path_v<K, Comp>) {  // before anything else: a comparator such as <= is refused
+      bool checked = false;
+      for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+        if (!checked) require_irreflexive(name, p, keys.segment_at(i).data, comp, s.host_words(1));
+        checked = true;
+      });
+    }
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       sort_buffers<K, V>& b = buf[i];
       b.count = part.count(i);
@@ -230,7 +237,8 @@ void sort_pairs(const char* name, RK&& k_in, RV&& v_in, Comp comp, bool sync) {
 /// single non-empty place) plus CUB's temporary storage, both kept by the place for later calls
 /// (device_set::release_cached_memory frees them). Waits for the work (the host
 /// also waits a few times in the middle, for the splitter search). Throws std::invalid_argument
-/// for a range without places; strata::cuda_error if an allocation fails (naming the device:
+/// for a range without places, and on the comparison path for a comparator with comp(x, x) true
+/// for the first key (<= instead of <: checked before any key moves); strata::cuda_error if an allocation fails (naming the device:
 /// the range is then unchanged and nothing stays allocated) or if a CUDA call fails (the range's
 /// contents are then unspecified).
 ///

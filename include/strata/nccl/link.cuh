@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -182,10 +183,29 @@ class nccl_link final : public rank_link {
   }
   ~nccl_link();
 
-  /// process_group::all_gather: `bytes` from every rank, in rank order, into host memory `out`:
-  /// this rank's payload stamped into its slot, one in-place all-gather on the link's own stream,
-  /// a wait that never hangs, and every slot's stamp checked. Call with the link's GPU current.
+  /// process_group::all_gather: `bytes` from every rank, in rank order, into host memory `out`.
+  /// The ranks first all-gather their byte counts (8 bytes each): if they differ, every rank
+  /// throws std::invalid_argument naming them (an NCCL all-gather of unequal counts would read
+  /// and write past the slots). Call with the link's GPU current.
   void all_gather_host(const void* in, std::size_t bytes, void* out) {
+    const std::uint64_t mine = bytes;
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(size));
+    gather_fixed(&mine, sizeof mine, all.data());
+    for (int r = 0; r < size; ++r)
+      if (all[static_cast<std::size_t>(r)] != mine) {
+        std::string counts;
+        for (int q = 0; q < size; ++q)
+          counts += (q ? ", " : "") + std::string("rank ") + std::to_string(q) + ": " + std::to_string(all[static_cast<std::size_t>(q)]);
+        throw std::invalid_argument("strata::process_group::all_gather: the ranks pass different byte counts (" + counts +
+                                    "); every rank must pass the same");
+      }
+    gather_fixed(in, bytes, out);
+  }
+
+  /// One all-gather of `bytes` from every rank (the same on all): this rank's payload stamped into
+  /// its slot, one in-place all-gather on the link's own stream, a wait that never hangs, and every
+  /// slot's stamp checked.
+  void gather_fixed(const void* in, std::size_t bytes, void* out) {
     const char* who = "strata::process_group::all_gather";
     live(who);
     if (stream == nullptr) STRATA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

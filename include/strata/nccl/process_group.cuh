@@ -204,10 +204,12 @@ class process_group {
   }
 
   /// Gathers `bytes` bytes from every rank, in rank order, into `out` (size() * bytes bytes, host
-  /// memory): one ncclAllGather on the group's own stream through its device buffers, then a
-  /// wait that never hangs (wait()). Every rank must call it with the same `bytes`. Throws
-  /// strata::nccl_error (NCCL failure, failed peer, timeout: the communicator is then aborted),
-  /// strata::cuda_error for CUDA failures.
+  /// memory): the ranks' byte counts first (one all-gather of 8 bytes each), then one
+  /// ncclAllGather of the payloads on the group's own stream through its device buffers, each
+  /// followed by a wait that never hangs (wait()). Every rank must call it with the same `bytes`:
+  /// otherwise every rank throws std::invalid_argument naming each rank's count, before the
+  /// payloads move. Throws strata::nccl_error (NCCL failure, failed peer, timeout: the
+  /// communicator is then aborted), strata::cuda_error for CUDA failures.
   void all_gather(const void* in, std::size_t bytes, void* out) const {
     detail::device_guard g(s_->device_);
     s_->all_gather_host(in, bytes, out);

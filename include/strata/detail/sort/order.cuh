@@ -3,12 +3,20 @@
 // every phase agrees with the local radix sorts bit for bit.
 #pragma once
 
+#include <strata/detail/place_state.cuh>
+#include <strata/error.hpp>
+
+#include <cub/device/device_for.cuh>
+
 #include <cuda/std/functional>
+#include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace strata::detail {
@@ -83,6 +91,32 @@ auto sort_order(const Comp& comp) {
     return radix_order<K, comparator_kind<std::decay_t<Comp>>::value == 2>{};
   else
     return comp;
+}
+
+/// comp(x, x) for one key: true means `comp` is no strict weak order (e.g. <= for <). (Launched
+/// through CUB, whose kernels take user functors from any namespace, anonymous ones too.)
+template <class K, class Comp>
+struct reflexive_fn {
+  const K* key;
+  Comp comp;
+  int* out;
+  __device__ void operator()(int) const { *out = comp(*key, *key) ? 1 : 0; }
+};
+
+/// The one check Strata can make that a comparator is a strict weak order before any key moves:
+/// comp(x, x) must be false, tried on the first key of place `p`'s segment (the host waits for
+/// it). A comparator such as <= passes CUB's merge sort unnoticed on one place but breaks the
+/// splitter search across places (which then throws after keys moved), so it is refused first:
+/// std::invalid_argument naming `name`. `word` is pinned host memory the kernel writes.
+template <class K, class Comp>
+void require_irreflexive(const char* name, place_state& p, const K* first, const Comp& comp, std::uint64_t* word) {
+  *word = 0;
+  STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(1, reflexive_fn<K, Comp>{first, comp, reinterpret_cast<int*>(word)}, p.stream()));
+  p.synchronize();
+  if (*word != 0)
+    throw std::invalid_argument(std::string(name) +
+                                ": the comparator is not a strict weak order: comp(x, x) is true for the first key "
+                                "(did you pass <= or >= instead of < or >?)");
 }
 
 }  // namespace strata::detail
