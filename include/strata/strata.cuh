@@ -21,6 +21,7 @@
 #include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/search.cuh>
 #include <strata/algorithm/reduce.cuh>
+#include <strata/algorithm/reduce_by_key.cuh>
 #include <strata/algorithm/scan.cuh>
 #include <strata/algorithm/sort.cuh>
 #include <strata/algorithm/transform.cuh>

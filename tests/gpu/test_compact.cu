@@ -1,4 +1,4 @@
-// Stream compaction against host references: copy_if (into a range and into a new container),
+// Stream compaction and reduce_by_key against host references: copy_if (into a range and into a new container),
 // remove_if / remove, unique / unique_copy with runs across segment boundaries, partition_copy,
 // erase_if / erase, on every set and size, weighted layouts with empty places, and over 2^31
 // elements.
@@ -182,4 +182,74 @@ TEST(Compact, MoreThan2To31Elements) {
     ASSERT_EQ(cudaMemcpy(&got, seg.data + (kept.size() - 1 - seg.offset), 1, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_EQ(got, h[last]);
   }
+}
+
+// reduce_by_key: runs of equal keys (one key; 3 keys in long sorted runs that straddle places and
+// cross empty ones; 1000 keys, half shuffled) with int64 sums and a non-commutative product of
+// 2x2 matrices; the runs, their aggregates, and the layout (a run counts on the place where it
+// ends) against the host.
+TEST(ReduceByKey, RunsAcrossPlacesAgreeWithTheHost) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : layouts(s.set))
+        for (int distinct : {1, 3, 1000}) {
+          const std::uint64_t seed = fresh_seed();
+          SCOPED_TRACE(where(s, n, seed) + ", " + std::to_string(distinct) + " distinct");
+          std::mt19937_64 g(seed);
+          std::vector<std::int32_t> hk(n);
+          for (auto& x : hk) x = static_cast<std::int32_t>(g() % static_cast<std::uint64_t>(distinct));
+          std::sort(hk.begin(), hk.end());
+          if (distinct == 1000 && n > 2) std::shuffle(hk.begin(), hk.begin() + static_cast<std::ptrdiff_t>(n / 2), g);
+          const auto hv = random_vector<std::int64_t>(n, seed + 1);
+          std::vector<mat2> hm(n);
+          for (auto& m : hm) m = {static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g())};
+          const strata::distributed_vector<std::int32_t> keys(hk, s.set, policy);
+          const strata::distributed_vector<std::int64_t> values(hv, s.set, policy);
+          const strata::distributed_vector<mat2> mats(hm, s.set, policy);
+          const auto& p = keys.partition();
+          // The host's runs: key, sum, product, and the place of the run's last element.
+          std::vector<std::int32_t> want_keys;
+          std::vector<std::int64_t> want_sums;
+          std::vector<mat2> want_prods;
+          std::vector<std::uint64_t> want_counts(p.places(), 0);
+          for (std::uint64_t k = 0; k < n; ++k) {
+            if (k == 0 || hk[k] != hk[k - 1]) {
+              want_keys.push_back(hk[k]);
+              want_sums.push_back(hv[k]);
+              want_prods.push_back(hm[k]);
+            } else {
+              want_sums.back() += hv[k];
+              want_prods.back() = mat2_mul{}(want_prods.back(), hm[k]);
+            }
+            if (k + 1 == n || hk[k + 1] != hk[k]) ++want_counts[p.owner(k)];
+          }
+          strata::distributed_vector<std::int32_t> keys_out(n, s.set, policy);
+          strata::distributed_vector<std::int64_t> sums(n, s.set, policy);
+          strata::distributed_vector<mat2> prods(n, s.set, policy);
+          poison(keys_out);
+          poison(sums);
+          const auto r = strata::reduce_by_key(keys, values, keys_out, sums);
+          expect_compacted(r.keys, want_keys, p, want_counts, "keys");
+          expect_compacted(r.values, want_sums, p, want_counts, "sums");
+          poison(prods);
+          const auto rm = strata::reduce_by_key(keys, mats, keys_out, prods, mat2_mul{});
+          expect_compacted(rm.values, want_prods, p, want_counts, "2x2 products (not commutative)");
+        }
+}
+
+TEST(ReduceByKey, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  const strata::distributed_vector<int> keys(100, 1, set), values(100, 2, set), shorter(99, 2, set);
+  strata::distributed_vector<int> keys_out(100, 7, set), values_out(100, 7, set);
+  strata::distributed_vector<int> skewed(100, 7, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  EXPECT_THROW(strata::reduce_by_key(keys, shorter, keys_out, values_out), std::invalid_argument);
+  EXPECT_THROW(strata::reduce_by_key(keys, values, skewed, values_out), std::invalid_argument);
+  EXPECT_THROW(strata::reduce_by_key(keys, values, keys_out, keys_out), std::invalid_argument) << "keys_out and values_out the same range";
+  EXPECT_THROW(strata::reduce_by_key(keys, values, keys_out, const_cast<strata::distributed_vector<int>&>(values)),
+               std::invalid_argument) << "values_out is values";
+  EXPECT_EQ(keys_out.to_std_vector(), std::vector<int>(100, 7));
+  EXPECT_EQ(values_out.to_std_vector(), std::vector<int>(100, 7));
+  const auto r = strata::reduce_by_key(keys, values, keys_out, values_out);
+  EXPECT_EQ(r.keys.size(), 1u);
+  EXPECT_EQ(strata::reduce(r.values), 200) << "one run of 100 twos across three places";
 }

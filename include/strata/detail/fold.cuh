@@ -102,8 +102,14 @@ struct offsets_task {
 /// alone, without totals: a plain CUB scan).
 /// No offset depends on the last segment's total, so it is not computed (that place reads its
 /// segment once instead of twice) and `fold` must not read totals.ptr[totals.size - 1].
+///
+/// With `every_segment` (a fold whose results also depend on later segments, as reduce_by_key's
+/// runs that continue onto the next place), every non-empty segment computes its total, even a
+/// lone one, `fold` writes offsets.ptr[j] for every j and may read every total, and `scan` gets
+/// its segment's slot for every segment (never null).
 template <class P, class Total, class Fold, class Scan>
-void scan_segments(set_state& s, const partition& part, Total&& total, const Fold& fold, Scan&& scan) {
+void scan_segments(set_state& s, const partition& part, Total&& total, const Fold& fold, Scan&& scan,
+                   bool every_segment = false) {
   std::size_t nonempty = 0, last = 0;
   for (std::size_t i = 0; i < part.places(); ++i)
     if (part.count(i) > 0) {
@@ -111,14 +117,14 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
       last = i;
     }
   if (nonempty == 0) return;
-  if (nonempty == 1) {
+  if (nonempty == 1 && !every_segment) {
     for_each_segment(s, part, [&](std::size_t i, place_state& p) { scan(i, p, static_cast<const P*>(nullptr)); });
     return;
   }
   // The last place still joins the gather with nothing to compute: the root's wait on it orders
   // the fold's write of its offset slot after that place's previous scan read it.
   const slot_table<P> local = gather<P>(s, part, [&](std::size_t i, place_state& p, P* out) {
-    if (i != last) total(i, p, out);
+    if (i != last || every_segment) total(i, p, out);
   });
   slot_table<P> totals = local;
   slot_table<P> offsets;
@@ -142,7 +148,7 @@ void scan_segments(set_state& s, const partition& part, Total&& total, const Fol
     int j = 0;
     while (static_cast<std::size_t>(offsets.place[j]) != i) ++j;
     if (i != s.root_index) STRATA_CUDA_CHECK(cudaStreamWaitEvent(p.stream(), ready, 0));
-    scan(i, p, j == 0 ? nullptr : static_cast<const P*>(offsets.ptr[j]));
+    scan(i, p, j == 0 && !every_segment ? nullptr : static_cast<const P*>(offsets.ptr[j]));
   });
 }
 
