@@ -170,8 +170,7 @@ void search_impl(const char* name, const Sorted& sorted_r, const Queries& querie
     });
     return;
   }
-  search_owner<T, Comp, Kind> owner{};
-  owner.comp = comp;
+  search_owner<T, Comp, Kind> owner{{}, {}, 0, comp};  // (a lambda's closure has no default constructor)
   {
     std::vector<T> firsts;
     std::vector<std::uint8_t> places;
