@@ -1,13 +1,16 @@
 // Which rank owns which place of a set spanning processes (detail::rank_map): the host logic of
 // strata::spanning_set, the same on every rank, checked without a GPU.
 #include <strata/detail/exchange.cuh>
+#include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
 #include <strata/partition.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <new>
 #include <random>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
@@ -123,4 +126,49 @@ TEST(RankExchange, EverySendMeetsItsReceiveInOrder) {
     }
     EXPECT_EQ(moved, n) << "the pieces cover the range";
   }
+}
+
+// A rank's failure travels to the others as a verdict, and they throw the same kind of exception
+// naming that rank: a comparator refused on one rank is std::invalid_argument on every rank (not
+// a CUDA error), a CUDA error keeps its code and device, an allocation failure is
+// cudaErrorMemoryAllocation, and an unknown exception a strata::cuda_error.
+TEST(RankVerdict, TheOthersThrowTheSameKind) {
+  using strata::detail::exception_from;
+  using strata::detail::rank_verdict;
+  using strata::detail::verdict_of;
+  EXPECT_EQ(verdict_of(nullptr).failed, 0);
+  const auto rethrown = [](const rank_verdict& v) {
+    EXPECT_EQ(v.failed, 1);
+    return exception_from(v, 2, "strata::sort", "reserving its sort memory");
+  };
+  try {
+    std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(std::invalid_argument("strata::sort: not a strict weak order")))));
+  } catch (const std::invalid_argument& e) {
+    const std::string w = e.what();
+    EXPECT_NE(w.find("on rank 2"), std::string::npos) << w;
+    EXPECT_NE(w.find("not a strict weak order"), std::string::npos) << w;
+  }
+  EXPECT_THROW(std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(std::out_of_range("x"))))), std::out_of_range);
+  EXPECT_THROW(std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(std::logic_error("x"))))), std::logic_error);
+  try {
+    std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(
+        strata::cuda_error(cudaErrorIllegalAddress, "cudaMemcpyAsync", 3, __FILE__, __LINE__)))));
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorIllegalAddress);
+    EXPECT_EQ(e.device(), 3);
+    EXPECT_NE(std::string(e.what()).find("on rank 2"), std::string::npos) << e.what();
+  }
+  try {
+    std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(std::bad_alloc()))));
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorMemoryAllocation);
+  }
+  try {
+    std::rethrow_exception(rethrown(verdict_of(std::make_exception_ptr(42))));
+  } catch (const strata::cuda_error& e) {
+    EXPECT_EQ(e.code(), cudaErrorUnknown);
+  }
+  // A long message is cut, never overrun.
+  const rank_verdict v = verdict_of(std::make_exception_ptr(std::invalid_argument(std::string(1000, 'm'))));
+  EXPECT_EQ(strnlen(v.message, sizeof v.message), sizeof v.message - 1);
 }

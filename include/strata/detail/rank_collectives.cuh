@@ -20,6 +20,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -159,37 +160,82 @@ std::vector<V> all_gather_to_host(set_state& s, const V& mine, const char* who) 
 }
 
 /// What a rank of a set spanning processes tells the others after a step that may fail on it
-/// alone: whether it failed and, if so, the CUDA error and device.
+/// alone: whether it failed and, if so, what it threw (its kind, the CUDA error and device of a
+/// strata::cuda_error, the start of its message), so that the others throw the same kind.
 struct rank_verdict {
-  int failed, code, device;
+  enum kind_t : int { none = 0, cuda = 1, out_of_memory = 2, invalid_argument = 3, out_of_range = 4, logic = 5, other = 6 };
+  int failed, kind, code, device;
+  char message[192];
 };
+
+/// The verdict of a rank whose step threw `failed` (null: it did not fail). Host only.
+inline rank_verdict verdict_of(std::exception_ptr failed) {
+  rank_verdict v{};
+  if (!failed) return v;
+  v.failed = 1;
+  v.kind = rank_verdict::other;
+  v.code = static_cast<int>(cudaErrorUnknown);
+  v.device = -1;
+  const auto keep = [&](const char* what) {
+    std::strncpy(v.message, what, sizeof v.message - 1);
+    v.message[sizeof v.message - 1] = '\0';
+  };
+  try {
+    std::rethrow_exception(failed);
+  } catch (const cuda_error& e) {
+    v.kind = rank_verdict::cuda;
+    v.code = static_cast<int>(e.code());
+    v.device = e.device();
+    keep(e.what());
+  } catch (const std::bad_alloc& e) {
+    v.kind = rank_verdict::out_of_memory;
+    v.code = static_cast<int>(cudaErrorMemoryAllocation);
+    keep(e.what());
+  } catch (const std::invalid_argument& e) {
+    v.kind = rank_verdict::invalid_argument;
+    keep(e.what());
+  } catch (const std::out_of_range& e) {
+    v.kind = rank_verdict::out_of_range;
+    keep(e.what());
+  } catch (const std::logic_error& e) {
+    v.kind = rank_verdict::logic;
+    keep(e.what());
+  } catch (const std::exception& e) {
+    keep(e.what());
+  } catch (...) {
+  }
+  return v;
+}
+
+/// What a rank throws for another rank's failed verdict `v` (rank `rank`, in step `what` of
+/// `name`): the same kind of exception, naming that rank and carrying its message; CUDA failures
+/// and allocation failures as strata::cuda_error with that rank's CUDA error and device, anything
+/// else of no standard kind as strata::cuda_error (cudaErrorUnknown). Host only.
+inline std::exception_ptr exception_from(const rank_verdict& v, int rank, const char* name, const char* what) {
+  const std::string where = std::string(name) + " on rank " + std::to_string(rank) + " (" + what + ")";
+  const std::string message = where + ": " + std::string(v.message, strnlen(v.message, sizeof v.message));
+  switch (v.kind) {
+    case rank_verdict::invalid_argument: return std::make_exception_ptr(std::invalid_argument(message));
+    case rank_verdict::out_of_range: return std::make_exception_ptr(std::out_of_range(message));
+    case rank_verdict::logic: return std::make_exception_ptr(std::logic_error(message));
+    default:
+      return std::make_exception_ptr(
+          cuda_error(static_cast<cudaError_t>(v.code), where, v.device, __FILE__, __LINE__));
+  }
+}
 
 /// A collective on a set spanning processes, after a step (e.g. reserving memory) that may have
 /// failed on some ranks (`failed`: this rank's exception, or null): returns this rank's own
-/// exception if it failed, else a strata::cuda_error naming the first rank that did (`name` on
-/// rank r (`what`), with its CUDA error and device), else null, the same on every rank. The
-/// caller reserves rank_gather::bytes(ranks, sizeof(rank_verdict)) of the rank buffer and the
-/// host words first (all_gather_to_host); throws the link's error if a rank did not take part.
+/// exception if it failed, else the exception of the first rank that did, rebuilt by
+/// exception_from (the same kind: strata::cuda_error naming that rank with its CUDA error and
+/// device; std::invalid_argument, std::out_of_range, std::logic_error with its message), else
+/// null, the same on every rank. The caller reserves rank_gather::bytes(ranks,
+/// sizeof(rank_verdict)) of the rank buffer and the host words first (all_gather_to_host); throws
+/// the link's error if a rank did not take part.
 inline std::exception_ptr agree_on_failure(set_state& s, std::exception_ptr failed, const char* name, const char* what) {
-  rank_verdict mine{};
-  if (failed) {
-    mine = {1, static_cast<int>(cudaErrorUnknown), -1};
-    try {
-      std::rethrow_exception(failed);
-    } catch (const cuda_error& e) {
-      mine.code = static_cast<int>(e.code());
-      mine.device = e.device();
-    } catch (const std::bad_alloc&) {
-      mine.code = static_cast<int>(cudaErrorMemoryAllocation);
-    } catch (...) {
-    }
-  }
-  const std::vector<rank_verdict> all = all_gather_to_host(s, mine, name);
+  const std::vector<rank_verdict> all = all_gather_to_host(s, verdict_of(failed), name);
   for (std::size_t r = 0; r < all.size() && !failed; ++r)
-    if (all[r].failed != 0)
-      failed = std::make_exception_ptr(cuda_error(static_cast<cudaError_t>(all[r].code),
-                                                  std::string(name) + " on rank " + std::to_string(r) + " (" + what + ")",
-                                                  all[r].device, __FILE__, __LINE__));
+    if (all[r].failed != 0) failed = exception_from(all[r], static_cast<int>(r), name, what);
   return failed;
 }
 
