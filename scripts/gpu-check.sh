@@ -74,7 +74,7 @@ run_ranks() {  # run_ranks N PROGRAM [ARGS]
   env "${ranks_env[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
     NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" mpirun --oversubscribe ${ranks_env[0]:+-x LD_LIBRARY_PATH} -np "$np" "$@"
 }
-sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_sort gpu_container gpu_errors gpu_faults})
+sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_gather gpu_sort gpu_container gpu_errors gpu_faults})
 targets=()
 [ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
 [ "${STRATA_SKIP_TESTS:-0}" = 1 ] && targets=(strata_bench strata_info)
@@ -113,7 +113,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     # under it (H200, 2026-12-04) and that test's hardware-sanity floor (100 GB/s) fails with 0
     # errors reported; it runs under the other three tools.
     [ "$tool" = initcheck ] && skip=$skip:DeviceSet.MeasuredTopologyAndPolicy
-    local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Histogram.*:Scan.*:Transform.*:Copy.*:Compact.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
+    local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Histogram.*:Scan.*:Transform.*:Copy.*:Compact.*:ReduceByKey.*:Gather.*:Scatter.*:GatherScatter.*:Search.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
     # racecheck over the whole sort suite ran past a 200 s cap on the H200 (2026-12-03): under it
     # the sorts run one radix and one comparison-path test, which launch every sort kernel
     # (radix sort, merge sort, DeviceMerge, the exchange's copies) with several places.
