@@ -1,6 +1,10 @@
-// Which rank owns which place of a set spanning processes (detail::rank_map): the host logic of
-// strata::spanning_set, the same on every rank, checked without a GPU.
+// Host logic checked without a GPU: which rank owns which place of a set spanning processes
+// (detail::rank_map, the same on every rank); how a rank's failure reaches the others
+// (rank_verdict); and moving by owner (detail/by_index.cuh, algorithm/search.cuh): owners of
+// global indices, the pieces of a bucketed move, and the searches' owner and segment steps.
 #include <strata/detail/exchange.cuh>
+#include <strata/algorithm/search.cuh>
+#include <strata/detail/by_index.cuh>
 #include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
 #include <strata/partition.hpp>
@@ -9,6 +13,7 @@
 
 #include <cstdint>
 #include <new>
+#include <algorithm>
 #include <random>
 #include <string>
 #include <stdexcept>
@@ -171,4 +176,119 @@ TEST(RankVerdict, TheOthersThrowTheSameKind) {
   // A long message is cut, never overrun.
   const rank_verdict v = verdict_of(std::make_exception_ptr(std::invalid_argument(std::string(1000, 'm'))));
   EXPECT_EQ(strnlen(v.message, sizeof v.message), sizeof v.message - 1);
+}
+
+// ---- moving by owner (detail/by_index.cuh): the host-callable parts ---------------------------
+
+// index_owners::owner over partitions with empty places, against partition::owner; owner_of's
+// out-of-range bucket for negative indices and indices at or past the end.
+TEST(ByIndex, OwnersOfGlobalIndices) {
+  using strata::detail::index_owners;
+  using strata::detail::owner_of;
+  for (const auto& sizes : std::vector<std::vector<std::uint64_t>>{{5}, {0, 3, 0, 4, 0}, {1, 1, 1}, {0, 0, 9}, {7, 0}}) {
+    std::uint64_t n = 0;
+    for (auto c : sizes) n += c;
+    const auto part = strata::partition_policy::explicit_sizes(sizes).apply(n, sizes.size());
+    const index_owners t(part);
+    EXPECT_EQ(t.size(), n);
+    for (std::uint64_t g = 0; g < n; ++g) EXPECT_EQ(static_cast<std::size_t>(t.owner(g)), part.owner(g)) << g;
+    const owner_of<std::int64_t> of{t};
+    EXPECT_EQ(of(-1), sizes.size());
+    EXPECT_EQ(of(static_cast<std::int64_t>(n)), sizes.size());
+    EXPECT_EQ(of(std::int64_t{1} << 40), sizes.size());
+    if (n > 0) EXPECT_EQ(of(static_cast<std::int64_t>(n - 1)), part.owner(n - 1));
+    const owner_of<std::uint32_t> of32{t};
+    EXPECT_EQ(of32(0xffffffffu), sizes.size());
+  }
+}
+
+// The pieces of a bucketed move, against a brute-force walk of every entry: random counts
+// (zeros included), every entry of place i for owner j sent exactly once, to the right place,
+// in place order at the owner and owner order at the source; the return pieces mirror them.
+TEST(ByIndex, OwnerPiecesCoverEveryEntryOnce) {
+  std::mt19937_64 g(20261206);
+  for (int round = 0; round < 200; ++round) {
+    const std::size_t k = 1 + g() % 6, owners = 1 + g() % 6;
+    std::vector<std::uint64_t> counts(k * owners);
+    for (auto& c : counts) c = g() % 3 == 0 ? 0 : g() % 50;
+    strata::detail::owner_requests r;
+    strata::detail::plan_owner_pieces(counts, k, owners, r);
+    // Brute force: entry e of place i has owner j; its position in i's sorted order and at j.
+    std::vector<std::vector<int>> at_source(k), at_owner(owners);  // which (i, j) each slot holds
+    for (std::size_t j = 0; j < owners; ++j)
+      for (std::size_t i = 0; i < k; ++i)
+        for (std::uint64_t e = 0; e < counts[j * k + i]; ++e) at_owner[j].push_back(static_cast<int>(i * 16 + j));
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t j = 0; j < owners; ++j)
+        for (std::uint64_t e = 0; e < counts[j * k + i]; ++e) at_source[i].push_back(static_cast<int>(i * 16 + j));
+    std::vector<std::vector<int>> seen_source(k), seen_owner(owners);
+    for (std::size_t i = 0; i < k; ++i) seen_source[i].assign(at_source[i].size(), -1);
+    for (std::size_t j = 0; j < owners; ++j) seen_owner[j].assign(at_owner[j].size(), -1);
+    ASSERT_EQ(r.to_owners.size(), r.from_owners.size());
+    for (std::size_t p = 0; p < r.to_owners.size(); ++p) {
+      const auto& pc = r.to_owners[p];
+      const auto& back = r.from_owners[p];
+      EXPECT_EQ(back.src, pc.dst);
+      EXPECT_EQ(back.dst, pc.src);
+      EXPECT_EQ(back.src_offset, pc.dst_offset);
+      EXPECT_EQ(back.dst_offset, pc.src_offset);
+      EXPECT_EQ(back.count, pc.count);
+      for (std::uint64_t e = 0; e < pc.count; ++e) {
+        ASSERT_LT(pc.src_offset + e, seen_source[pc.src].size());
+        ASSERT_LT(pc.dst_offset + e, seen_owner[pc.dst].size());
+        EXPECT_EQ(seen_source[pc.src][pc.src_offset + e], -1) << "sent twice";
+        EXPECT_EQ(seen_owner[pc.dst][pc.dst_offset + e], -1) << "received twice";
+        seen_source[pc.src][pc.src_offset + e] = static_cast<int>(pc.src * 16 + pc.dst);
+        seen_owner[pc.dst][pc.dst_offset + e] = static_cast<int>(pc.src * 16 + pc.dst);
+      }
+    }
+    EXPECT_EQ(seen_source, at_source) << "round " << round;
+    EXPECT_EQ(seen_owner, at_owner) << "round " << round;
+    for (std::size_t j = 0; j < owners; ++j) EXPECT_EQ(r.served_count[j], at_owner[j].size());
+  }
+}
+
+// The searches' two steps on the host: search_owner picks a segment from the segments' first
+// elements, search_segment finishes in it; against std::lower_bound / upper_bound /
+// binary_search over random sorted data with repeats, split at random (empty segments too).
+template <strata::detail::search_kind Kind>
+std::uint64_t search_on_host(const std::vector<int>& data, const std::vector<std::uint64_t>& sizes, int q) {
+  using namespace strata::detail;
+  search_owner<int, cuda::std::less<>, Kind> owner{{}, {}, 0, {}};
+  std::vector<std::uint64_t> offset;
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    offset.push_back(at);
+    if (sizes[i] > 0) {
+      owner.first[owner.count] = data[at];
+      owner.place[owner.count] = static_cast<std::uint8_t>(i);
+      ++owner.count;
+    }
+    at += sizes[i];
+  }
+  const int o = owner(q);
+  return search_segment<int, cuda::std::less<>, Kind>(data.data() + offset[o], sizes[o], offset[o], q, owner.comp);
+}
+
+TEST(ByIndex, SearchOwnersAndSegmentsAgreeWithStd) {
+  using strata::detail::search_kind;
+  std::mt19937_64 g(7);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t k = 1 + g() % 6;
+    std::vector<std::uint64_t> sizes(k);
+    std::uint64_t n = 0;
+    for (auto& c : sizes) n += c = g() % 3 == 0 ? 0 : g() % 20;
+    if (n == 0) sizes[g() % k] = n = 1 + g() % 5;
+    std::vector<int> data(n);
+    for (auto& x : data) x = static_cast<int>(g() % 15);
+    std::sort(data.begin(), data.end());
+    for (int q = -2; q < 18; ++q) {
+      const auto lo = static_cast<std::uint64_t>(std::lower_bound(data.begin(), data.end(), q) - data.begin());
+      const auto hi = static_cast<std::uint64_t>(std::upper_bound(data.begin(), data.end(), q) - data.begin());
+      EXPECT_EQ(search_on_host<search_kind::lower>(data, sizes, q), lo) << "round " << round << ", q " << q;
+      EXPECT_EQ(search_on_host<search_kind::upper>(data, sizes, q), hi) << "round " << round << ", q " << q;
+      EXPECT_EQ(search_on_host<search_kind::contains>(data, sizes, q), std::binary_search(data.begin(), data.end(), q) ? 1u : 0u)
+          << "round " << round << ", q " << q;
+    }
+  }
 }

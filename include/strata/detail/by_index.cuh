@@ -221,6 +221,28 @@ struct owner_requests {
 
 inline std::size_t aligned_256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+/// The host half of request_owners: from the counts (word j * k + i: entries of place i, of k,
+/// owned by place j, of `owners`) the pieces that carry place i's share for owner j to j (its
+/// entries sorted by owner, so the share starts after those for owners < j; at j after the shares
+/// of places < i), the same pieces reversed, and R_j. Host-tested.
+inline void plan_owner_pieces(const std::vector<std::uint64_t>& counts, std::size_t k, std::size_t owners,
+                              owner_requests& r) {
+  r.to_owners.clear();
+  r.from_owners.clear();
+  r.served_count.assign(owners, 0);
+  std::vector<std::uint64_t> sent(k, 0);  // per place: its shares for the owners before j
+  for (std::size_t j = 0; j < owners; ++j)
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t c = counts[j * k + i];
+      if (c > 0) {
+        r.to_owners.push_back({i, sent[i], j, r.served_count[j], c});
+        r.from_owners.push_back({j, r.served_count[j], i, sent[i], c});
+      }
+      sent[i] += c;
+      r.served_count[j] += c;
+    }
+}
+
 /// Prepares owner_requests for the entries `in` (its places i) against `owners` owning places
 /// (the same set's places j), from count_owners' `counts` under the same `owner`, with payloads of
 /// `payload_bytes` and values of `value_bytes` bytes. Takes every place's scratch before any
@@ -241,17 +263,7 @@ owner_requests request_owners(const char* name, set_state& s, const S& in, const
   r.sent.assign(k, nullptr);
   r.served.assign(owners, nullptr);
   r.served_values.assign(owners, nullptr);
-  r.served_count.assign(owners, 0);
-  for (std::size_t j = 0; j < owners; ++j)
-    for (std::size_t i = 0; i < k; ++i) {
-      const std::uint64_t c = counts[j * k + i];
-      if (c > 0) r.to_owners.push_back({i, 0, j, r.served_count[j], c});  // (source offsets below)
-      r.served_count[j] += c;
-    }
-  for (piece& pc : r.to_owners) {  // place i's share for owner j starts after its shares for owners < j
-    for (std::size_t j = 0; j < pc.dst; ++j) pc.src_offset += counts[j * k + pc.src];
-    r.from_owners.push_back({pc.dst, pc.dst_offset, pc.src, pc.src_offset, pc.count});
-  }
+  plan_owner_pieces(counts, k, owners, r);
   // One scratch per place (a place may hold entries and be an owner): owner keys twice, positions
   // twice (the presorted ones' buffer then holds payloads of up to 8 bytes), larger payloads, n_i
   // values, and R_j payloads and values.
