@@ -32,7 +32,9 @@ namespace strata {
 /// (in order), laid out by the places' run counts (each place keeps the runs that end on it).
 template <class K, class V>
 struct by_key_result {
+  /// One key per run (the part of `keys_out` that holds them).
   distributed_span<K> keys;
+  /// One aggregate per run, in the same order and layout (the part of `values_out`).
   distributed_span<V> values;
 };
 
