@@ -280,7 +280,9 @@ TEST(Search, EmptyRangeAndBadArguments) {
   EXPECT_EQ(out.to_std_vector(), std::vector<std::uint64_t>(3, 0)) << "nothing to find: 0";
   EXPECT_EQ(has.to_std_vector(), std::vector<bool>(3, false)) << "nothing to find: false";
   EXPECT_THROW(strata::lower_bound(sorted, queries, skewed), std::invalid_argument) << "out in another layout";
-  EXPECT_THROW(strata::lower_bound(sorted, on_other, skewed), std::invalid_argument) << "queries on another set";
+  strata::distributed_vector<std::uint64_t> out_other(3, 99, other_set);
+  EXPECT_THROW(strata::lower_bound(sorted, on_other, out_other), std::invalid_argument) << "queries on another set";
+  EXPECT_EQ(out_other.to_std_vector(), std::vector<std::uint64_t>(3, 99));
   EXPECT_EQ(skewed.to_std_vector(), std::vector<std::uint64_t>(3, 99));
   strata::lower_bound(sorted, queries, out);
   EXPECT_EQ(out.to_std_vector(), (std::vector<std::uint64_t>{0, 1, 4}));

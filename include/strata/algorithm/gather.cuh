@@ -90,35 +90,27 @@ void gather(const Map& map_r, const Src& src_r, Dst&& dst_r) {
   const distributed_span<const T> src = detail::as_span(src_r);
   const distributed_span<T> dst = detail::as_span(dst_r);
   detail::require_by_index<I>(name, map, dst, src, src, dst);
-  if (map.size() == 0) return;
-  detail::call_scope scope(map.places().state(), name);
-  detail::set_state& s = scope.state();
-  const detail::index_owners owners(src.partition());
-  const std::vector<std::uint64_t> counts = detail::count_by_owner(name, s, map, owners);
-  if (detail::owners_reached(s, map.partition(), src.partition())) {
-    const detail::read_at<T, I> read{detail::indexed_segments<const T>(src)};
-    detail::with_direct_access(s, map.partition(), src.partition(), [&](std::size_t i, detail::place_state& p) {
-      STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(map.segment_at(i).data, dst.segment_at(i).data,
-                                                        map.segment_at(i).count, read, p.stream()));
-    });
-    return;
-  }
-  detail::owner_requests r = detail::request_by_index(name, s, map, owners, counts, sizeof(T));
-  detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
-  for (std::size_t j = 0; j < r.served.size(); ++j)  // every owner reads what it was asked for
-    if (s.local(j) && r.served_count[j] > 0)
-      detail::at_place(s, j, [&](detail::place_state& p) {
-        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(static_cast<const std::uint64_t*>(r.served[j]),
-                                                          static_cast<T*>(r.served_values[j]),
-                                                          r.served_count[j],
-                                                          detail::read_local<T>{src.segment_at(j).data}, p.stream()));
+  const detail::read_at<T, I> read{detail::indexed_segments<const T>(src)};
+  detail::move_by_index(
+      name, map, src.partition(), sizeof(T),
+      [&](std::size_t i, detail::place_state& p) {  // direct: each place reads the owners' segments
+        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(map.segment_at(i).data, dst.segment_at(i).data,
+                                                          map.segment_at(i).count, read, p.stream()));
+      },
+      [&](detail::set_state& s, detail::owner_requests& r) {  // bucketed: indices out, values back
+        detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
+        detail::for_each_owner(s, r, [&](std::size_t j, detail::place_state& p) {
+          STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(static_cast<const std::uint64_t*>(r.served[j]),
+                                                            static_cast<T*>(r.served_values[j]), r.served_count[j],
+                                                            detail::read_local<T>{src.segment_at(j).data}, p.stream()));
+        });
+        detail::exchange(s, detail::const_pointers(r.served_values), s, r.sent, sizeof(T), r.from_owners);
+        detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {
+          STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+              map.segment_at(i).count,
+              detail::write_local<T>{dst.segment_at(i).data, r.pos[i], static_cast<const T*>(r.sent[i])}, p.stream()));
+        });
       });
-  detail::exchange(s, detail::const_pointers(r.served_values), s, r.sent, sizeof(T), r.from_owners);
-  detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {
-    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
-        map.segment_at(i).count,
-        detail::write_local<T>{dst.segment_at(i).data, r.pos[i], static_cast<const T*>(r.sent[i])}, p.stream()));
-  });
 }
 
 /// Scatters by global index: dst[map[k]] = src[k] for every k, as thrust::scatter. `src` and `map`
@@ -141,35 +133,28 @@ void scatter(const Src& src_r, const Map& map_r, Dst&& dst_r) {
   const distributed_span<const I> map = detail::as_span(map_r);
   const distributed_span<T> dst = detail::as_span(dst_r);
   detail::require_by_index<I>(name, map, src, dst, src, dst);
-  if (map.size() == 0) return;
-  detail::call_scope scope(map.places().state(), name);
-  detail::set_state& s = scope.state();
-  const detail::index_owners owners(dst.partition());
-  const std::vector<std::uint64_t> counts = detail::count_by_owner(name, s, map, owners);
-  if (detail::owners_reached(s, map.partition(), dst.partition())) {
-    const detail::indexed_segments<T> out(dst);
-    detail::with_direct_access(s, map.partition(), dst.partition(), [&](std::size_t i, detail::place_state& p) {
-      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(map.segment_at(i).count,
-                                             detail::write_at<T, I>{src.segment_at(i).data, map.segment_at(i).data, out},
-                                             p.stream()));
-    });
-    return;
-  }
-  detail::owner_requests r = detail::request_by_index(name, s, map, owners, counts, sizeof(T));
-  detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {  // the values, by owner
-    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.pos[i], static_cast<T*>(r.sent[i]), map.segment_at(i).count,
-                                                      detail::read_local<T>{src.segment_at(i).data}, p.stream()));
-  });
-  detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
-  detail::exchange(s, detail::const_pointers(r.sent), s, r.served_values, sizeof(T), r.to_owners);
-  for (std::size_t j = 0; j < r.served.size(); ++j)
-    if (s.local(j) && r.served_count[j] > 0)
-      detail::at_place(s, j, [&](detail::place_state& p) {
-        STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
-            r.served_count[j],
-            detail::write_local<T>{dst.segment_at(j).data, static_cast<const std::uint64_t*>(r.served[j]),
-                                   static_cast<const T*>(r.served_values[j])},
-            p.stream()));
+  const detail::indexed_segments<T> out(dst);
+  detail::move_by_index(
+      name, map, dst.partition(), sizeof(T),
+      [&](std::size_t i, detail::place_state& p) {  // direct: each place writes the owners' segments
+        STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(map.segment_at(i).count,
+                                               detail::write_at<T, I>{src.segment_at(i).data, map.segment_at(i).data, out},
+                                               p.stream()));
+      },
+      [&](detail::set_state& s, detail::owner_requests& r) {  // bucketed: indices and values out
+        detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {
+          STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(r.pos[i], static_cast<T*>(r.sent[i]), map.segment_at(i).count,
+                                                            detail::read_local<T>{src.segment_at(i).data}, p.stream()));
+        });
+        detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
+        detail::exchange(s, detail::const_pointers(r.sent), s, r.served_values, sizeof(T), r.to_owners);
+        detail::for_each_owner(s, r, [&](std::size_t j, detail::place_state& p) {
+          STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+              r.served_count[j],
+              detail::write_local<T>{dst.segment_at(j).data, static_cast<const std::uint64_t*>(r.served[j]),
+                                     static_cast<const T*>(r.served_values[j])},
+              p.stream()));
+        });
       });
 }
 

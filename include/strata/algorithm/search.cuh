@@ -198,14 +198,12 @@ void search_impl(const char* name, const Sorted& sorted_r, const Queries& querie
                                                           read_local<T>{queries.segment_at(i).data}, p.stream()));
       });
   exchange(s, const_pointers(r.payload), s, r.served, sizeof(T), r.to_owners);
-  for (std::size_t j = 0; j < owners; ++j)  // every owner searches its segment for what it was sent
-    if (s.local(j) && r.served_count[j] > 0)
-      at_place(s, j, [&](place_state& p) {
-        const auto seg = sorted.segment_at(j);
-        STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(
-            static_cast<const T*>(r.served[j]), static_cast<std::uint64_t*>(r.served_values[j]), r.served_count[j],
-            search_local<T, Comp, Kind>{seg.data, seg.count, sorted.partition().offset(j), comp}, p.stream()));
-      });
+  for_each_owner(s, r, [&](std::size_t j, place_state& p) {  // every owner searches its segment for what it was sent
+    const auto seg = sorted.segment_at(j);
+    STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(
+        static_cast<const T*>(r.served[j]), static_cast<std::uint64_t*>(r.served_values[j]), r.served_count[j],
+        search_local<T, Comp, Kind>{seg.data, seg.count, sorted.partition().offset(j), comp}, p.stream()));
+  });
   exchange(s, const_pointers(r.served_values), s, r.sent, sizeof(std::uint64_t), r.from_owners);
   for_each_segment(s, queries.partition(), [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(

@@ -102,11 +102,10 @@ void sort_impl(const char* name, const KS& keys, const VS* values, Comp comp, bo
   std::exception_ptr failed;
   try {
     if constexpr (!radix_path_v<K, Comp>) {  // before anything else: a comparator such as <= is refused
-      bool checked = false;
-      for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-        if (!checked) require_irreflexive(name, p, keys.segment_at(i).data, comp, s.host_words(1));
-        checked = true;
-      });
+      std::size_t first = 0;  // this process's first non-empty place
+      while (first < k && (part.count(first) == 0 || !s.local(first))) ++first;
+      if (first < k)
+        at_place(s, first, [&](place_state& p) { require_irreflexive(name, p, keys.segment_at(first).data, comp, s.host_words(1)); });
     }
     for_each_segment(s, part, [&](std::size_t i, place_state& p) {
       sort_buffers<K, V>& b = buf[i];

@@ -345,4 +345,32 @@ owner_requests request_by_index(const char* name, set_state& s, const distribute
                         });
 }
 
+/// Runs `f(j, place)` on every owner place of this process that was sent entries (R_j > 0), its
+/// device current: the owners' side of a bucketed move.
+template <class F>
+void for_each_owner(set_state& s, const owner_requests& r, F&& f) {
+  for (std::size_t j = 0; j < r.served_count.size(); ++j)
+    if (s.local(j) && r.served_count[j] > 0) at_place(s, j, [&](place_state& p) { f(j, p); });
+}
+
+/// The shape gather and scatter share: count and check `map`'s indices into the layout `target`
+/// (count_by_owner, the one host wait), then either `direct(i, place)` on every place of the map
+/// (with_direct_access) or `bucketed(state, requests)` with owner_requests for values of
+/// `value_bytes` bytes. An empty map does nothing.
+template <class I, class Direct, class Bucketed>
+void move_by_index(const char* name, const distributed_span<const I>& map, const partition& target,
+                   std::size_t value_bytes, Direct&& direct, Bucketed&& bucketed) {
+  if (map.size() == 0) return;
+  call_scope scope(map.places().state(), name);
+  set_state& s = scope.state();
+  const index_owners owners(target);
+  const std::vector<std::uint64_t> counts = count_by_owner(name, s, map, owners);
+  if (owners_reached(s, map.partition(), target)) {
+    with_direct_access(s, map.partition(), target, direct);
+    return;
+  }
+  owner_requests r = request_by_index(name, s, map, owners, counts, value_bytes);
+  bucketed(s, r);
+}
+
 }  // namespace strata::detail
