@@ -155,6 +155,9 @@ struct fill_gen {
 struct above_two {  // never true on [0, 1): find_if reads everything
   __host__ __device__ bool operator()(float x) const { return x > 2.0f; }
 };
+struct run_key {  // keyed cases: runs of 16 equal int32 keys
+  __host__ __device__ std::int32_t operator()(std::uint64_t i) const { return static_cast<std::int32_t>(i >> 4); }
+};
 struct mixed_index {  // a gather map: index i -> a well-mixed index in [0, n) (splitmix64)
   std::uint64_t n;
   __host__ __device__ std::uint32_t operator()(std::uint64_t i) const {
@@ -365,6 +368,45 @@ void strata_lower_bound(benchmark::State& st) {
   span_timer t(set);
   timed_loop(st, t, [&] { strata::lower_bound(x, q, out); });
   finish(st, n * (sizeof(float) + sizeof(std::uint64_t)));
+}
+
+// Keyed cases: int32 keys in runs of 16, float values. reduce_by_key waits (the host reads the
+// run counts); the inclusive keyed scan is nosync.
+template <bool Scan>
+void strata_by_key(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<std::int32_t> k(n, set, strata::partition_policy::even(), strata::no_init), ko(k);
+  strata::distributed_vector<float> v(n, set, strata::partition_policy::even(), strata::no_init), vo(v);
+  strata::tabulate(k, run_key{});
+  random_fill(v);
+  span_timer t(set);
+  if constexpr (Scan)
+    timed_loop(st, t, [&] { strata::inclusive_scan_by_key(k, v, vo, cuda::std::plus<>{}, strata::nosync); });
+  else
+    timed_loop(st, t, [&] { strata::reduce_by_key(k, v, ko, vo); });
+  finish(st, Scan ? 3.0 * n * sizeof(float) : (2.0 + 2.0 / 16) * n * sizeof(float));
+}
+
+// segmented_reduce of floats: segments of 1024 elements (Long: four segments of n/4); the values
+// come back to the host, so the call waits.
+std::vector<std::uint64_t> bench_offsets(std::uint64_t n, bool long_segments) {
+  std::vector<std::uint64_t> o;
+  const std::uint64_t step = long_segments ? n / 4 : 1024;
+  for (std::uint64_t k = 0; k < n; k += step) o.push_back(k);
+  o.push_back(n);
+  return o;
+}
+template <bool Long>
+void strata_segmented_reduce(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<float> x(n, set, strata::partition_policy::even(), strata::no_init);
+  random_fill(x);
+  const auto offsets = bench_offsets(n, Long);
+  span_timer t(set);
+  timed_loop(st, t, [&] { benchmark::DoNotOptimize(strata::segmented_reduce(x, offsets, 0.0f)); });
+  finish(st, n * sizeof(float));
 }
 
 // A 256-bin histogram of floats in [0, 1) (the bins on the host: the call waits).
@@ -706,6 +748,47 @@ void cub_histogram(benchmark::State& st) {
   finish(st, n * sizeof(float));
 }
 
+template <bool Scan>
+void cub_by_key(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<std::int32_t> k(n), ko(n);
+  dbuf<float> v(n), vo(n);
+  dbuf<std::int64_t> runs(1);
+  thrust::tabulate(thrust::cuda::par.on(a.s), k.p, k.p + n, run_key{});
+  random_fill(v.p, n, a.s);
+  timed_loop(st, a.t, [&] { a.run([&](void* p, std::size_t& b) {
+      if constexpr (Scan)
+        return cub::DeviceScan::InclusiveScanByKey(p, b, k.p, v.p, vo.p, cuda::std::plus<>{}, static_cast<std::int64_t>(n),
+                                                   cuda::std::equal_to<>{}, a.s);
+      else
+        return cub::DeviceReduce::ReduceByKey(p, b, k.p, ko.p, v.p, vo.p, runs.p, cuda::std::plus<>{},
+                                              static_cast<std::int64_t>(n), a.s);
+    }); });
+  finish(st, Scan ? 3.0 * n * sizeof(float) : (2.0 + 2.0 / 16) * n * sizeof(float));
+}
+
+template <bool Long>
+void cub_segmented_reduce(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  const auto offsets = bench_offsets(n, Long);
+  const std::int64_t segs = static_cast<std::int64_t>(offsets.size() - 1);
+  dbuf<float> x(n), sums(static_cast<std::uint64_t>(segs));
+  dbuf<std::uint64_t> d_offsets(offsets.size());
+  BENCH_CHECK(cudaMemcpy(d_offsets.p, offsets.data(), offsets.size() * sizeof(std::uint64_t), cudaMemcpyHostToDevice));
+  random_fill(x.p, n, a.s);
+  std::vector<float> host(static_cast<std::size_t>(segs));
+  timed_loop(st, a.t, [&] {
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceSegmentedReduce::Sum(p, b, x.p, sums.p, static_cast<int>(segs), d_offsets.p, d_offsets.p + 1, a.s);
+    });
+    // As Strata's: the values come back to the host.
+    BENCH_CHECK(cudaMemcpyAsync(host.data(), sums.p, host.size() * sizeof(float), cudaMemcpyDeviceToHost, a.s));
+  });
+  finish(st, n * sizeof(float));
+}
+
 void cub_adjacent_difference(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -895,7 +978,9 @@ void register_all() {
       {"reduce_repro_f32", strata_reduce<float, true>}, {"reduce_repro_f64", strata_reduce<double, true>},
       {"histogram_f32", strata_histogram}, {"find_if_f32", strata_find_if},
       {"is_sorted_f32", strata_is_sorted}, {"adjacent_difference_f32", strata_adjacent_difference},
-      {"gather_f32", strata_gather}, {"lower_bound_f32", strata_lower_bound}};
+      {"gather_f32", strata_gather}, {"lower_bound_f32", strata_lower_bound},
+      {"reduce_by_key_f32", strata_by_key<false>}, {"inclusive_scan_by_key_f32", strata_by_key<true>},
+      {"segmented_reduce_f32", strata_segmented_reduce<false>}, {"segmented_reduce_long_f32", strata_segmented_reduce<true>}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -904,7 +989,9 @@ void register_all() {
       {"fill_f32", cub_fill},            {"copy_relayout_f32", cub_copy},
       {"redistribute_f32", cub_copy}, {"redistribute_cached_f32", cub_copy},
       {"reduce_repro_f32", cub_reduce<float>}, {"reduce_repro_f64", cub_reduce<double>},
-      {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference}};
+      {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference},
+      {"reduce_by_key_f32", cub_by_key<false>}, {"inclusive_scan_by_key_f32", cub_by_key<true>},
+      {"segmented_reduce_f32", cub_segmented_reduce<false>}, {"segmented_reduce_long_f32", cub_segmented_reduce<true>}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill},
       {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}, {"gather_f32", thrust_gather},

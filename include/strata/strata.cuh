@@ -23,5 +23,7 @@
 #include <strata/algorithm/reduce.cuh>
 #include <strata/algorithm/reduce_by_key.cuh>
 #include <strata/algorithm/scan.cuh>
+#include <strata/algorithm/scan_by_key.cuh>
+#include <strata/algorithm/segmented_reduce.cuh>
 #include <strata/algorithm/sort.cuh>
 #include <strata/algorithm/transform.cuh>

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 using namespace strata_test;
 
@@ -61,6 +62,28 @@ std::vector<strata::partition_policy> layouts(const strata::device_set& set) {
     l.push_back(strata::partition_policy::weighted(w));
   }
   return l;
+}
+
+// Every keyed case: each set, size and layout with runs of equal int32 keys (one key; 3 keys in
+// long sorted runs that straddle places and cross empty ones; 1000 keys, half shuffled) and random
+// 2x2 matrices; `f(set, n, policy, rng, keys, matrices)`.
+template <class F>
+void for_each_keyed_case(F&& f) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : layouts(s.set))
+        for (int distinct : {1, 3, 1000}) {
+          const std::uint64_t seed = fresh_seed();
+          SCOPED_TRACE(where(s, n, seed) + ", " + std::to_string(distinct) + " distinct");
+          std::mt19937_64 g(seed);
+          std::vector<std::int32_t> hk(n);
+          for (auto& x : hk) x = static_cast<std::int32_t>(g() % static_cast<std::uint64_t>(distinct));
+          std::sort(hk.begin(), hk.end());
+          if (distinct == 1000 && n > 2) std::shuffle(hk.begin(), hk.begin() + static_cast<std::ptrdiff_t>(n / 2), g);
+          std::vector<mat2> hm(n);
+          for (auto& m : hm) m = {static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g())};
+          f(s, n, policy, g, hk, hm);
+        }
 }
 
 }  // namespace
@@ -189,20 +212,9 @@ TEST(Compact, MoreThan2To31Elements) {
 // 2x2 matrices; the runs, their aggregates, and the layout (a run counts on the place where it
 // ends) against the host.
 TEST(ReduceByKey, RunsAcrossPlacesAgreeWithTheHost) {
-  for (const auto& s : sets())
-    for (std::uint64_t n : sizes())
-      for (const auto& policy : layouts(s.set))
-        for (int distinct : {1, 3, 1000}) {
-          const std::uint64_t seed = fresh_seed();
-          SCOPED_TRACE(where(s, n, seed) + ", " + std::to_string(distinct) + " distinct");
-          std::mt19937_64 g(seed);
-          std::vector<std::int32_t> hk(n);
-          for (auto& x : hk) x = static_cast<std::int32_t>(g() % static_cast<std::uint64_t>(distinct));
-          std::sort(hk.begin(), hk.end());
-          if (distinct == 1000 && n > 2) std::shuffle(hk.begin(), hk.begin() + static_cast<std::ptrdiff_t>(n / 2), g);
-          const auto hv = random_vector<std::int64_t>(n, seed + 1);
-          std::vector<mat2> hm(n);
-          for (auto& m : hm) m = {static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g())};
+  for_each_keyed_case([](const named_set& s, std::uint64_t n, const strata::partition_policy& policy, std::mt19937_64& g,
+                         const std::vector<std::int32_t>& hk, const std::vector<mat2>& hm) {
+          const auto hv = random_vector<std::int64_t>(n, g());
           const strata::distributed_vector<std::int32_t> keys(hk, s.set, policy);
           const strata::distributed_vector<std::int64_t> values(hv, s.set, policy);
           const strata::distributed_vector<mat2> mats(hm, s.set, policy);
@@ -234,7 +246,7 @@ TEST(ReduceByKey, RunsAcrossPlacesAgreeWithTheHost) {
           poison(prods);
           const auto rm = strata::reduce_by_key(keys, mats, keys_out, prods, mat2_mul{});
           expect_compacted(rm.values, want_prods, p, want_counts, "2x2 products (not commutative)");
-        }
+  });
 }
 
 TEST(ReduceByKey, BadArgumentsThrowBeforeDeviceWork) {
@@ -252,4 +264,115 @@ TEST(ReduceByKey, BadArgumentsThrowBeforeDeviceWork) {
   const auto r = strata::reduce_by_key(keys, values, keys_out, values_out);
   EXPECT_EQ(r.keys.size(), 1u);
   EXPECT_EQ(strata::reduce(r.values), 200) << "one run of 100 twos across three places";
+}
+
+// Keyed scans: runs of equal keys (one key; 3 keys in long sorted runs that straddle places and
+// cross empty ones; 1000 keys, half shuffled) with int32 values summed in int64, an exclusive sum
+// with an initial value, a non-commutative 2x2 matrix product both ways, and in place, against the
+// host.
+TEST(ScanByKey, RunsAcrossPlacesAgreeWithTheHost) {
+  for_each_keyed_case([](const named_set& s, std::uint64_t n, const strata::partition_policy& policy, std::mt19937_64& g,
+                         const std::vector<std::int32_t>& hk, const std::vector<mat2>& hm) {
+          std::vector<std::int32_t> hv(n);
+          for (auto& x : hv) x = static_cast<std::int32_t>(g() >> 33);  // sums of a run overflow 32 bits
+          const strata::distributed_vector<std::int32_t> keys(hk, s.set, policy);
+          const strata::distributed_vector<std::int32_t> values(hv, s.set, policy);
+          const strata::distributed_vector<mat2> mats(hm, s.set, policy);
+          std::vector<std::int64_t> want_inc(n), want_exc(n);
+          std::vector<mat2> want_minc(n), want_mexc(n);
+          const std::int64_t init = -7;
+          const mat2 minit{3, 1, 4, 1};
+          for (std::uint64_t k = 0; k < n; ++k) {
+            const bool head = k == 0 || hk[k] != hk[k - 1];
+            want_exc[k] = head ? init : want_exc[k - 1] + hv[k - 1];
+            want_inc[k] = head ? hv[k] : want_inc[k - 1] + hv[k];
+            want_mexc[k] = head ? minit : mat2_mul{}(want_mexc[k - 1], hm[k - 1]);
+            want_minc[k] = head ? hm[k] : mat2_mul{}(want_minc[k - 1], hm[k]);
+          }
+          strata::distributed_vector<std::int64_t> out(n, s.set, policy);
+          strata::distributed_vector<mat2> mout(n, s.set, policy);
+          poison(out);
+          strata::inclusive_scan_by_key(keys, values, out);
+          EXPECT_EQ(out.to_std_vector(), want_inc) << "inclusive sums in int64";
+          poison(out);
+          strata::exclusive_scan_by_key(keys, values, out, init);
+          EXPECT_EQ(out.to_std_vector(), want_exc) << "exclusive sums from -7";
+          poison(mout);
+          strata::inclusive_scan_by_key(keys, mats, mout, mat2_mul{});
+          EXPECT_TRUE(mout.to_std_vector() == want_minc) << "inclusive 2x2 products (not commutative)";
+          poison(mout);
+          strata::exclusive_scan_by_key(keys, mats, mout, minit, mat2_mul{}, strata::nosync);
+          EXPECT_TRUE(mout.to_std_vector() == want_mexc) << "exclusive 2x2 products from an initial matrix, nosync";
+          strata::inclusive_scan_by_key(keys, mats, mout, mat2_mul{});
+          strata::inclusive_scan_by_key(keys, mout, mout, mat2_mul{});  // in place: a second pass over the first
+          std::vector<mat2> twice(n);
+          for (std::uint64_t k = 0; k < n; ++k)
+            twice[k] = k == 0 || hk[k] != hk[k - 1] ? want_minc[k] : mat2_mul{}(twice[k - 1], want_minc[k]);
+          EXPECT_TRUE(mout.to_std_vector() == twice) << "in place";
+  });
+}
+
+TEST(ScanByKey, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  const strata::distributed_vector<int> keys(100, 1, set), values(100, 2, set), shorter(99, 2, set);
+  strata::distributed_vector<int> out(100, 7, set);
+  strata::distributed_vector<int> skewed(100, 7, set, strata::partition_policy::explicit_sizes({100, 0, 0}));
+  EXPECT_THROW(strata::inclusive_scan_by_key(keys, shorter, out), std::invalid_argument);
+  EXPECT_THROW(strata::inclusive_scan_by_key(keys, values, skewed), std::invalid_argument);
+  EXPECT_THROW(strata::exclusive_scan_by_key(keys, values, const_cast<strata::distributed_vector<int>&>(keys), 0),
+               std::invalid_argument) << "out is keys";
+  EXPECT_THROW(strata::inclusive_scan_by_key(keys, values, out.subspan(1, 99)), std::invalid_argument);
+  EXPECT_EQ(out.to_std_vector(), std::vector<int>(100, 7));
+  EXPECT_EQ(skewed.to_std_vector(), std::vector<int>(100, 7));
+  strata::inclusive_scan_by_key(keys, values, out);
+  EXPECT_EQ(strata::reduce(out), 101 * 100) << "one run of 100 twos across three places: 2, 4, ..., 200";
+}
+
+// segmented_reduce: random offsets of three kinds (a few long segments, cut anywhere, with a gap
+// before the first and after the last and an empty one; many short ones, so places run CUB's
+// segmented reduction; none), int64 sums from an initial value and maxima, against the host.
+TEST(SegmentedReduce, SegmentsAcrossPlacesAgreeWithTheHost) {
+  for (const auto& s : sets())
+    for (std::uint64_t n : sizes())
+      for (const auto& policy : layouts(s.set))
+        for (int kind = 0; kind < 3; ++kind) {
+          const std::uint64_t seed = fresh_seed();
+          SCOPED_TRACE(where(s, n, seed) + ", offsets of kind " + std::to_string(kind));
+          std::mt19937_64 g(seed);
+          const auto h = random_vector<std::int64_t>(n, g());
+          std::vector<std::uint64_t> offsets;
+          if (kind == 0) {
+            for (int j = 0; j < 6; ++j) offsets.push_back(n == 0 ? 0 : g() % (n + 1));
+            offsets.push_back(offsets.back());  // an empty segment
+          } else if (kind == 1) {
+            for (std::uint64_t o = n == 0 ? 0 : g() % 3; o <= n; o += g() % 7) offsets.push_back(o);
+            if (offsets.empty()) offsets.push_back(0);
+          } else {
+            offsets.push_back(n / 2);
+          }
+          std::sort(offsets.begin(), offsets.end());
+          const std::size_t segs = offsets.size() - 1;
+          std::vector<std::int64_t> want_sum(segs, -5), want_max(segs, std::numeric_limits<std::int64_t>::min());
+          for (std::size_t j = 0; j < segs; ++j)
+            for (std::uint64_t k = offsets[j]; k < offsets[j + 1]; ++k) {
+              want_sum[j] += h[k];
+              want_max[j] = std::max(want_max[j], h[k]);
+            }
+          const strata::distributed_vector<std::int64_t> x(h, s.set, policy);
+          EXPECT_EQ(strata::segmented_reduce(x, offsets, std::int64_t{-5}), want_sum) << "sums from -5";
+          EXPECT_EQ(strata::segmented_reduce(x, offsets, std::numeric_limits<std::int64_t>::min(),
+                                             cuda::maximum<std::int64_t>{}),
+                    want_max)
+              << "maxima";
+        }
+}
+
+TEST(SegmentedReduce, BadOffsetsThrowBeforeDeviceWork) {
+  const auto set = private_set(3);
+  const strata::distributed_vector<int> x(100, 1, set);
+  EXPECT_THROW(strata::segmented_reduce(x, {}, 0), std::invalid_argument);
+  EXPECT_THROW(strata::segmented_reduce(x, {0, 50, 40, 100}, 0), std::invalid_argument);
+  EXPECT_THROW(strata::segmented_reduce(x, {0, 101}, 0), std::invalid_argument);
+  EXPECT_EQ(strata::segmented_reduce(x, {0, 10, 100}, 0), (std::vector<int>{10, 90}));
+  EXPECT_EQ(strata::segmented_reduce(x, {7}, 0), std::vector<int>{});
 }

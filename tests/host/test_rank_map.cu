@@ -1,9 +1,11 @@
 // Host logic checked without a GPU: which rank owns which place of a set spanning processes
 // (detail::rank_map, the same on every rank); how a rank's failure reaches the others
 // (rank_verdict); and moving by owner (detail/by_index.cuh, algorithm/search.cuh): owners of
-// global indices, the pieces of a bucketed move, and the searches' owner and segment steps.
+// global indices, the pieces of a bucketed move, and the searches' owner and segment steps; and
+// which segments of a segmented reduction touch a place, and its offset checks.
 #include <strata/detail/exchange.cuh>
 #include <strata/algorithm/search.cuh>
+#include <strata/algorithm/segmented_reduce.cuh>
 #include <strata/detail/by_index.cuh>
 #include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
@@ -290,5 +292,59 @@ TEST(ByIndex, SearchOwnersAndSegmentsAgreeWithStd) {
       EXPECT_EQ(search_on_host<search_kind::contains>(data, sizes, q), std::binary_search(data.begin(), data.end(), q) ? 1u : 0u)
           << "round " << round << ", q " << q;
     }
+  }
+}
+
+// segments_touching against a walk over every segment: for random offsets (empty segments, gaps
+// before the first and after the last) and every share [base, base + count) of a range, the
+// touched segments are exactly those with an element in the share.
+TEST(SegmentedReduce, TouchedSegmentsAreExactlyThoseWithElementsInTheShare) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 200; ++round) {
+    const std::uint64_t size = g() % 60;
+    const std::size_t entries = 1 + g() % 12;
+    std::vector<std::uint64_t> offsets(entries);
+    for (auto& o : offsets) o = size == 0 ? 0 : g() % (size + 1);
+    std::sort(offsets.begin(), offsets.end());
+    for (std::uint64_t base = 0; base <= size; ++base)
+      for (std::uint64_t count = 1; base + count <= size; ++count) {
+        const auto [lo, hi] = strata::detail::segments_touching(offsets, base, count);
+        std::size_t want_lo = entries - 1, want_hi = 0;
+        bool any = false;
+        for (std::size_t j = 0; j + 1 < entries; ++j)
+          if (std::max(offsets[j], base) < std::min(offsets[j + 1], base + count)) {
+            if (!any) want_lo = j;
+            want_hi = j + 1;
+            any = true;
+          }
+        ASSERT_LE(lo, hi);
+        if (!any) {
+          for (std::size_t j = lo; j < hi; ++j)
+            EXPECT_GE(std::max(offsets[j], base), std::min(offsets[j + 1], base + count)) << "segment " << j << " is empty here";
+          continue;
+        }
+        // Every segment with elements here is in [lo, hi); any extra ones in it are empty here.
+        EXPECT_LE(lo, want_lo) << "share [" << base << ", " << base + count << ")";
+        EXPECT_GE(hi, want_hi) << "share [" << base << ", " << base + count << ")";
+        for (std::size_t j = lo; j < want_lo; ++j)
+          EXPECT_GE(std::max(offsets[j], base), std::min(offsets[j + 1], base + count));
+        for (std::size_t j = want_hi; j < hi; ++j)
+          EXPECT_GE(std::max(offsets[j], base), std::min(offsets[j + 1], base + count));
+      }
+  }
+}
+
+TEST(SegmentedReduce, OffsetsAreChecked) {
+  using strata::detail::require_offsets;
+  EXPECT_THROW(require_offsets("t", {}, 10), std::invalid_argument);
+  EXPECT_THROW(require_offsets("t", {0, 5, 4}, 10), std::invalid_argument);
+  EXPECT_THROW(require_offsets("t", {0, 11}, 10), std::invalid_argument);
+  EXPECT_NO_THROW(require_offsets("t", {3}, 10));
+  EXPECT_NO_THROW(require_offsets("t", {0, 0, 10, 10}, 10));
+  try {
+    require_offsets("strata::segmented_reduce", {2, 7, 3}, 10);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("offset 2 is 3, below offset 1, 7"), std::string::npos) << e.what();
   }
 }

@@ -66,6 +66,16 @@ TEST(NcclSpanning, CompactionAcrossRanks) {
   });
 }
 
+namespace {
+// n keys out of 3, sorted: long runs that straddle places and ranks.
+std::vector<std::int64_t> three_sorted_keys(std::uint64_t n, std::mt19937_64& g) {
+  std::vector<std::int64_t> hk(n);
+  for (auto& x : hk) x = static_cast<std::int64_t>(g() % 3);
+  std::sort(hk.begin(), hk.end());
+  return hk;
+}
+}  // namespace
+
 // reduce_by_key over sets spanning the ranks: runs that straddle places and ranks (3 keys in
 // long sorted runs; the weighted layout leaves rank 1 empty) are settled by the fold across
 // ranks; every rank checks every run, its sum, and the per-place run counts.
@@ -73,9 +83,7 @@ TEST(NcclSpanning, ReduceByKeyAcrossRanks) {
   over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
                    std::uint64_t seed) {
     std::mt19937_64 g(seed);
-    std::vector<std::int64_t> hk(n);
-    for (auto& x : hk) x = static_cast<std::int64_t>(g() % 3);
-    std::sort(hk.begin(), hk.end());
+    const auto hk = three_sorted_keys(n, g);
     const auto hv = random_vector<std::int64_t>(n, seed + 1);
     const strata::distributed_vector<std::int64_t> keys(hk, set, policy), values(hv, set, policy);
     strata::distributed_vector<std::int64_t> keys_out(n, std::int64_t{-7}, set, policy), sums(n, std::int64_t{-7}, set, policy);
@@ -94,5 +102,56 @@ TEST(NcclSpanning, ReduceByKeyAcrossRanks) {
     EXPECT_EQ(r.keys.partition().counts(), want_counts);
     EXPECT_TRUE(all_of_span(r.keys) == want_keys);
     EXPECT_TRUE(all_of_span(r.values) == want_sums);
+  });
+}
+
+// Keyed scans across ranks: 3 keys in long sorted runs that straddle ranks; inclusive sums and an
+// exclusive non-commutative product (the seeds cross ranks in rank order).
+TEST(NcclSpanning, ScanByKeyAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    const auto hk = three_sorted_keys(n, g);
+    const auto hv = random_vector<std::int64_t>(n, seed + 1);
+    std::vector<mat2> hm(n);
+    for (auto& m : hm) m = {static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g()), static_cast<std::uint32_t>(g())};
+    const strata::distributed_vector<std::int64_t> keys(hk, set, policy), values(hv, set, policy);
+    const strata::distributed_vector<mat2> mats(hm, set, policy);
+    strata::distributed_vector<std::int64_t> sums(n, std::int64_t{-7}, set, policy);
+    strata::distributed_vector<mat2> prods(n, mat2{9, 9, 9, 9}, set, policy);
+    strata::inclusive_scan_by_key(keys, values, sums);
+    const mat2 init{3, 1, 4, 1};
+    strata::exclusive_scan_by_key(keys, mats, prods, init, mat2_mul{});
+    std::vector<std::int64_t> want_sums(n);
+    std::vector<mat2> want_prods(n);
+    for (std::uint64_t k = 0; k < n; ++k) {
+      const bool head = k == 0 || hk[k] != hk[k - 1];
+      want_sums[k] = head ? hv[k] : want_sums[k - 1] + hv[k];
+      want_prods[k] = head ? init : mat2_mul{}(want_prods[k - 1], hm[k - 1]);
+    }
+    EXPECT_TRUE(all_of_span(sums.span()) == want_sums);
+    EXPECT_TRUE(all_of_span(prods.span()) == want_prods);
+  });
+}
+
+// segmented_reduce across ranks: a few long segments that straddle ranks (with a gap and an
+// empty one) and many short ones; every rank gets every segment's sum, init applied once.
+TEST(NcclSpanning, SegmentedReduceAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    const auto h = random_vector<std::int64_t>(n, seed + 1);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    for (int kind = 0; kind < 2; ++kind) {
+      std::vector<std::uint64_t> offsets;
+      if (kind == 0)
+        offsets = {n / 7, n / 3, n / 3, n - n / 5};
+      else
+        for (std::uint64_t o = 0; o <= n; o += 1 + g() % 5) offsets.push_back(o);
+      std::vector<std::int64_t> want(offsets.size() - 1, 3);
+      for (std::size_t j = 0; j + 1 < offsets.size(); ++j)
+        for (std::uint64_t k = offsets[j]; k < offsets[j + 1]; ++k) want[j] += h[k];
+      EXPECT_EQ(strata::segmented_reduce(x, offsets, std::int64_t{3}), want) << "offsets of kind " << kind;
+    }
   });
 }

@@ -1,0 +1,222 @@
+// inclusive_scan_by_key, exclusive_scan_by_key: a scan that restarts at every run of equal
+// consecutive keys, as Thrust's, with a run that straddles places (or ranks) scanned as one run.
+//
+// A keyed scan is a plain scan of lifted elements under a run-aware operator (run_op below: the
+// aggregate of the last run so far, the first and last keys, whether everything so far is one
+// run), and that operator is associative whenever the user's is. So the keyed scans are the scan
+// family's reduce-then-scan (detail::scan_segments): every place but the last computes its
+// segment's lifted total, the root folds the totals into per-segment seeds in segment order, and
+// each place runs CUB's scan of its lifted elements seeded with its seed, writing the values. The
+// first non-empty segment has no predecessor: it runs CUB's own DeviceScan::*ScanByKey, so a lone
+// segment (one place) is exactly the CUB call.
+#pragma once
+
+#include <strata/detail/checks.cuh>
+#include <strata/detail/cub_glue.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/fold.cuh>
+#include <strata/algorithm/scan.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/tags.cuh>
+
+#include <cub/device/device_scan.cuh>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda/std/functional>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace strata {
+
+namespace detail {
+
+/// A lifted element of a keyed scan: the keys at both ends of what it covers, the aggregate of
+/// its last run, whether it is all one run, and `empty` for the identity (an exclusive scan's
+/// seed before anything).
+template <class K, class V>
+struct run_acc {
+  K first, last;
+  V value;
+  unsigned char whole, empty;
+};
+
+/// The run-aware operator: b's last-run aggregate grows with a's when b is all one run that
+/// continues a's last. Associative when `op` is (`op` need not commute).
+template <class K, class V, class Op>
+struct run_op {
+  Op op;
+  __host__ __device__ run_acc<K, V> operator()(const run_acc<K, V>& a, const run_acc<K, V>& b) const {
+    if (a.empty) return b;
+    if (b.empty) return a;
+    const bool joined = a.last == b.first;
+    run_acc<K, V> r = b;
+    r.first = a.first;
+    r.whole = a.whole && b.whole && joined ? 1 : 0;
+    if (joined && b.whole) r.value = static_cast<V>(op(a.value, b.value));
+    return r;
+  }
+};
+
+template <class V>
+struct cast_to {
+  template <class U>
+  __host__ __device__ V operator()(const U& u) const { return static_cast<V>(u); }
+};
+
+/// Element i lifted: one key, one value, one run.
+template <class K, class VIn, class V>
+struct lift_run {
+  const K* keys;
+  const VIn* values;
+  __host__ __device__ run_acc<K, V> operator()(std::uint64_t i) const {
+    return run_acc<K, V>{keys[i], keys[i], static_cast<V>(values[i]), 1, 0};
+  }
+};
+
+/// The values as the accumulator type, so CUB's own keyed scan adds in the same type as the lifted one.
+template <class V, class VIn>
+auto values_as(const VIn* values) {
+  if constexpr (std::is_same_v<V, VIn>)
+    return values;
+  else
+    return thrust::make_transform_iterator(values, cast_to<V>{});
+}
+
+template <class K, class VIn, class V>
+auto lifted_runs(const K* keys, const VIn* values) {
+  return thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), lift_run<K, VIn, V>{keys, values});
+}
+
+/// The output of an inclusive keyed scan: the running aggregate of the element's run.
+template <class K, class V, class O>
+struct inclusive_run_writer {
+  O* out;
+  __host__ __device__ void operator()(std::int64_t i, const run_acc<K, V>& acc) const { out[i] = static_cast<O>(acc.value); }
+};
+
+/// The output of an exclusive keyed scan from the exclusive prefix before element i: `init` at a
+/// run's head, init op (the run's values before i) elsewhere.
+template <class K, class V, class O, class Op>
+struct exclusive_run_writer {
+  const K* keys;
+  O* out;
+  V init;
+  Op op;
+  __host__ __device__ void operator()(std::int64_t i, const run_acc<K, V>& acc) const {
+    out[i] = static_cast<O>(!acc.empty && acc.last == keys[i] ? static_cast<V>(op(init, acc.value)) : init);
+  }
+};
+
+template <bool Exclusive, class V, class KR, class VR, class Out, class Op>
+void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Out&& out_r, Op op, const V& init,
+                      bool sync) {
+  using K = range_value_t<KR>;
+  using VIn = range_value_t<VR>;
+  using O = range_value_t<Out>;
+  using acc = run_acc<K, V>;
+  static_assert(sizeof(K) <= 64 && sizeof(V) <= 64, "Strata's keyed scans take keys and values of at most 64 bytes each");
+  static_assert(std::is_invocable_v<const Op&, const V&, const V&>,
+                "Strata's keyed scans: op(a, b) must combine two values (a __device__ or __host__ __device__ functor or "
+                "lambda). The argument order is (keys, values, out, op) and (keys, values, out, init, op)");
+  static_assert(std::is_convertible_v<decltype(std::declval<const K&>() == std::declval<const K&>()), bool>,
+                "Strata's keyed scans compare keys with ==");
+  require_mutable<Out>(name);
+  const auto keys = as_span(keys_r);
+  const auto values = as_span(values_r);
+  const distributed_span<O> out = as_span(out_r);
+  require_same_layout(name, keys, values);
+  require_same_layout(name, keys, out);
+  require_no_partial_overlap(name, values, out);
+  require_disjoint(name, keys, out);
+  call_scope scope(keys.places().state(), name);
+  set_state& s = scope.state();
+  const partition& part = keys.partition();
+  const run_op<K, V, Op> rop{op};
+
+  const auto total = [&](std::size_t i, place_state& p, acc* slot) {
+    const auto n = part.count(i);
+    const auto in = lifted_runs<K, VIn, V>(keys.segment_at(i).data, values.segment_at(i).data);
+    run_cub(p, [&](void* temp, std::size_t& bytes) { return ordered_total<acc>(temp, bytes, in, slot, n, rop, p.stream()); });
+  };
+  // `seed` is the lifted aggregate of everything before the segment, read on the device; null for
+  // the first non-empty segment, which runs CUB's own keyed scan.
+  const auto scan = [&](std::size_t i, place_state& p, const acc* seed) {
+    const auto n = part.count(i);
+    const K* k = keys.segment_at(i).data;
+    const VIn* v = values.segment_at(i).data;
+    O* dst = out.segment_at(i).data;
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      if (seed == nullptr) {
+        if constexpr (Exclusive)
+          return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, op, init, static_cast<std::int64_t>(n),
+                                                     ::cuda::std::equal_to<>{}, p.stream());
+        else
+          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, op, static_cast<std::int64_t>(n),
+                                                     ::cuda::std::equal_to<>{}, p.stream());
+      }
+      const auto in = lifted_runs<K, VIn, V>(k, v);
+      const acc none{K{}, K{}, V{}, 0, 1};
+      if constexpr (Exclusive) {
+        tabulate_output<exclusive_run_writer<K, V, O, Op>, acc> sink{{k, dst, init, op}, 0};
+        return exclusive_scan<acc>(temp, bytes, in, sink, n, rop, seed, none, p.stream());
+      } else {
+        tabulate_output<inclusive_run_writer<K, V, O>, acc> sink{{dst}, 0};
+        return inclusive_scan_seeded<acc>(temp, bytes, in, sink, n, rop, seed, none, p.stream());
+      }
+    });
+  };
+  scan_segments<acc>(s, part, total, inclusive_offsets<acc, run_op<K, V, Op>>{rop}, scan);
+  if (sync) wait_segments(s, part);
+}
+
+template <class KR, class VR, class Out>
+inline constexpr bool by_key_ranges_v =
+    is_distributed_range_v<KR> && is_distributed_range_v<VR> && is_distributed_range_v<Out>;
+
+}  // namespace detail
+
+/// Inclusive scan of `values` restarting at every run of equal consecutive keys (==), as
+/// thrust::inclusive_scan_by_key: out[i] = op over the values of i's run up to and including
+/// values[i]. A run that straddles places or ranks is scanned as one run. The sums are kept in
+/// the common type of the values' and the output's types. `op` must be associative (it need not
+/// commute); keys and values of at most 64 bytes each, default-constructible. `keys`, `values`
+/// and `out` share one layout; `out` may be `values` itself (in place) but no other overlap, and
+/// it must not share memory with `keys`. An empty range writes nothing. Waits for the work. Throws
+/// std::invalid_argument for mismatched or overlapping ranges, strata::cuda_error for CUDA
+/// failures; on a set spanning processes it is a collective (every rank calls it).
+template <class KR, class VR, class Out, class Op = ::cuda::std::plus<>,
+          class = std::enable_if_t<detail::by_key_ranges_v<KR, VR, Out> && detail::not_nosync_v<Op>>>
+void inclusive_scan_by_key(const KR& keys, const VR& values, Out&& out, Op op = {}) {
+  using V = detail::scan_acc_t<VR, Out>;
+  detail::scan_by_key_impl<false, V>("strata::inclusive_scan_by_key", keys, values, out, op, V{}, true);
+}
+/// As inclusive_scan_by_key(keys, values, out, op), returning once the work is enqueued (see
+/// strata::nosync).
+template <class KR, class VR, class Out, class Op, class = std::enable_if_t<detail::by_key_ranges_v<KR, VR, Out>>>
+void inclusive_scan_by_key(const KR& keys, const VR& values, Out&& out, Op op, nosync_t) {
+  using V = detail::scan_acc_t<VR, Out>;
+  detail::scan_by_key_impl<false, V>("strata::inclusive_scan_by_key", keys, values, out, op, V{}, false);
+}
+
+/// Exclusive scan of `values` restarting at every run of equal consecutive keys (==), as
+/// thrust::exclusive_scan_by_key: out[i] = init at the head of a run, init op (the run's values
+/// before i) elsewhere, accumulated in the type of `init`. A run that straddles places or ranks is
+/// scanned as one run. Requirements, in-place use and exceptions as inclusive_scan_by_key.
+template <class KR, class VR, class Out, class T, class Op = ::cuda::std::plus<>,
+          class = std::enable_if_t<detail::by_key_ranges_v<KR, VR, Out> && detail::not_nosync_v<T> &&
+                                   detail::not_nosync_v<Op>>>
+void exclusive_scan_by_key(const KR& keys, const VR& values, Out&& out, T init, Op op = {}) {
+  detail::scan_by_key_impl<true, T>("strata::exclusive_scan_by_key", keys, values, out, op, init, true);
+}
+/// As exclusive_scan_by_key(keys, values, out, init, op), returning once the work is enqueued (see
+/// strata::nosync).
+template <class KR, class VR, class Out, class T, class Op, class = std::enable_if_t<detail::by_key_ranges_v<KR, VR, Out>>>
+void exclusive_scan_by_key(const KR& keys, const VR& values, Out&& out, T init, Op op, nosync_t) {
+  detail::scan_by_key_impl<true, T>("strata::exclusive_scan_by_key", keys, values, out, op, init, false);
+}
+
+}  // namespace strata
