@@ -370,8 +370,8 @@ void strata_lower_bound(benchmark::State& st) {
   finish(st, n * (sizeof(float) + sizeof(std::uint64_t)));
 }
 
-// Keyed cases: int32 keys in runs of 16, float values. reduce_by_key waits (the host reads the
-// run counts); the inclusive keyed scan is nosync.
+// Keyed cases: int32 keys in runs of 16, float values, each called as a user calls it (it waits:
+// reduce_by_key's host reads the run counts).
 template <bool Scan>
 void strata_by_key(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
@@ -382,7 +382,7 @@ void strata_by_key(benchmark::State& st) {
   random_fill(v);
   span_timer t(set);
   if constexpr (Scan)
-    timed_loop(st, t, [&] { strata::inclusive_scan_by_key(k, v, vo, cuda::std::plus<>{}, strata::nosync); });
+    timed_loop(st, t, [&] { strata::inclusive_scan_by_key(k, v, vo); });
   else
     timed_loop(st, t, [&] { strata::reduce_by_key(k, v, ko, vo); });
   finish(st, Scan ? 3.0 * n * sizeof(float) : (2.0 + 2.0 / 16) * n * sizeof(float));

@@ -139,17 +139,10 @@ TEST(Compact, CopyIfRemoveIfPartitionCopyAndErase) {
 // Runs of equal keys that cross segment boundaries (sorted data with few distinct values), and a
 // custom equivalence: the first element of each run survives, wherever the run starts.
 TEST(Compact, UniqueAcrossSegmentBoundaries) {
-  for (const auto& s : sets())
-    for (std::uint64_t n : sizes())
-      for (const auto& policy : layouts(s.set))
-        for (int distinct : {1, 3, 1000}) {
-          const std::uint64_t seed = fresh_seed();
-          SCOPED_TRACE(where(s, n, seed) + ", " + std::to_string(distinct) + " distinct");
-          std::mt19937_64 g(seed);
+  for_each_keyed_case([](const named_set& s, std::uint64_t n, const strata::partition_policy& policy, std::mt19937_64&,
+                         const std::vector<std::int32_t>& hk, const std::vector<mat2>&) {
           std::vector<std::int64_t> h(n);
-          for (auto& x : h) x = static_cast<std::int64_t>(g() % static_cast<std::uint64_t>(distinct)) * 5;
-          std::sort(h.begin(), h.end());
-          if (distinct == 1000 && n > 2) std::shuffle(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(n / 2), g);
+          for (std::uint64_t k = 0; k < n; ++k) h[k] = static_cast<std::int64_t>(hk[k]) * 5;
           strata::distributed_vector<std::int64_t> in(h, s.set, policy), out(n, s.set, policy);
           const auto& p = in.partition();
           const auto first_of_run = host_compact(h, p, [&](std::uint64_t k) { return k == 0 || h[k - 1] != h[k]; });
@@ -159,7 +152,7 @@ TEST(Compact, UniqueAcrossSegmentBoundaries) {
           poison(out);
           expect_compacted(strata::unique_copy(in, out, same_tens{}), tens.first, p, tens.second, "unique_copy, custom");
           expect_compacted(strata::unique(in), first_of_run.first, p, first_of_run.second, "unique in place");
-        }
+  });
 }
 
 TEST(Compact, FloatsAndBadArguments) {
@@ -373,6 +366,7 @@ TEST(SegmentedReduce, BadOffsetsThrowBeforeDeviceWork) {
   EXPECT_THROW(strata::segmented_reduce(x, {}, 0), std::invalid_argument);
   EXPECT_THROW(strata::segmented_reduce(x, {0, 50, 40, 100}, 0), std::invalid_argument);
   EXPECT_THROW(strata::segmented_reduce(x, {0, 101}, 0), std::invalid_argument);
+  EXPECT_THROW(strata::segmented_reduce(strata::distributed_span<int>{}, {0}, 0), std::invalid_argument) << "no device_set";
   EXPECT_EQ(strata::segmented_reduce(x, {0, 10, 100}, 0), (std::vector<int>{10, 90}));
   EXPECT_EQ(strata::segmented_reduce(x, {7}, 0), std::vector<int>{});
 }
