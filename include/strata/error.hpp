@@ -5,6 +5,9 @@
 
 #include <stdexcept>
 #include <string>
+#ifdef STRATA_ENABLE_FAULT_INJECTION
+#include <mutex>
+#endif
 
 namespace strata {
 
@@ -97,36 +100,105 @@ class active_place_scope {
 };
 
 #ifdef STRATA_ENABLE_FAULT_INJECTION
-/// Test-only (compiled with STRATA_ENABLE_FAULT_INJECTION): makes the Nth checked CUDA call made
-/// for a chosen place report `error`, as if that call had failed.
-struct fault_injector {
-  int place = -1;
-  long countdown = -1;
-  cudaError_t error = cudaErrorLaunchFailure;
-  int fired = 0;
-  void arm(int p, long nth, cudaError_t e = cudaErrorLaunchFailure) {
-    place = p;
-    countdown = nth;
-    error = e;
-    fired = 0;
+/// Where an injected failure may land: any checked CUDA call (STRATA_CUDA_CHECK, which includes
+/// the pinned allocations), or only Strata's own device and pinned allocations.
+enum class fault_site { any_call, allocation };
+
+/// Test-only (compiled with STRATA_ENABLE_FAULT_INJECTION): makes the Nth checked CUDA call (or
+/// the Nth allocation) made for a chosen place report `error`, as if that call had failed. It can
+/// also count the calls an operation makes per place, so a test can reach every phase of it.
+/// Thread-safe: the calls of several threads (ranks on threads, the user's threads) count in the
+/// order they are made.
+class fault_injector {
+ public:
+  /// arm()'s place for "whichever place (or none) the call is made for": allocations made outside
+  /// a fan-out (a container's constructor) count too.
+  static constexpr int any_place = -2;
+  /// The most places count() keeps apart; calls for places beyond it are not counted.
+  static constexpr int max_counted_places = 64;
+
+  /// Fails the `nth` (0-based) call at `site` made for place `p` with `e`; later calls succeed.
+  void arm(int p, long nth, cudaError_t e = cudaErrorLaunchFailure, fault_site site = fault_site::any_call) {
+    std::lock_guard<std::mutex> l(m_);
+    place_ = p;
+    countdown_ = nth;
+    error_ = e;
+    site_ = site;
+    fired_ = 0;
+    counting_ = false;
   }
-  void disarm() { countdown = -1; }
+  /// Fails nothing and counts the calls at `site` per place (see calls()).
+  void count(fault_site site = fault_site::any_call) {
+    std::lock_guard<std::mutex> l(m_);
+    countdown_ = -1;
+    site_ = site;
+    counting_ = true;
+    for (auto& c : counts_) c = 0;
+  }
+  /// The calls counted for place `p` since count() (any_place: all of them).
+  long calls(int p) const {
+    std::lock_guard<std::mutex> l(m_);
+    if (p == any_place) {
+      long sum = unplaced_;
+      for (long c : counts_) sum += c;
+      return sum;
+    }
+    return p >= 0 && p < max_counted_places ? counts_[p] : 0;
+  }
+  /// Stops failing and counting.
+  void disarm() {
+    std::lock_guard<std::mutex> l(m_);
+    countdown_ = -1;
+    counting_ = false;
+  }
+  /// How many failures were injected since arm().
+  int fired() const {
+    std::lock_guard<std::mutex> l(m_);
+    return fired_;
+  }
+  /// What a call at `site` that returned `e` reports instead.
+  cudaError_t filter(cudaError_t e, fault_site site) {
+    if (e != cudaSuccess) return e;
+    std::lock_guard<std::mutex> l(m_);
+    if (site_ == fault_site::allocation && site != fault_site::allocation) return e;
+    const int here = active_place();
+    if (counting_) {
+      if (here >= 0 && here < max_counted_places)
+        ++counts_[here];
+      else
+        ++unplaced_;
+      return e;
+    }
+    if (countdown_ >= 0 && (place_ == any_place || place_ == here) && countdown_-- == 0) {
+      ++fired_;
+      return error_;
+    }
+    return e;
+  }
+
+ private:
+  mutable std::mutex m_;
+  int place_ = -1;
+  long countdown_ = -1;
+  cudaError_t error_ = cudaErrorLaunchFailure;
+  fault_site site_ = fault_site::any_call;
+  int fired_ = 0;
+  bool counting_ = false;
+  long counts_[max_counted_places] = {};
+  long unplaced_ = 0;
 };
 inline fault_injector& faults() {
   static fault_injector f;
   return f;
 }
-inline cudaError_t inject_fault(cudaError_t e) {
-  fault_injector& f = faults();
-  if (e == cudaSuccess && f.countdown >= 0 && f.place == active_place() && f.countdown-- == 0) {
-    ++f.fired;
-    return f.error;
-  }
-  return e;
+inline cudaError_t inject_fault(cudaError_t e, fault_site site = fault_site::any_call) {
+  return faults().filter(e, site);
 }
 #define STRATA_DETAIL_INJECT(e) ::strata::detail::inject_fault(e)
+#define STRATA_DETAIL_INJECT_ALLOCATION(e) ::strata::detail::inject_fault((e), ::strata::detail::fault_site::allocation)
 #else
 #define STRATA_DETAIL_INJECT(e) (e)
+#define STRATA_DETAIL_INJECT_ALLOCATION(e) (e)
 #endif
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 #include "test_util.cuh"
 
 #include <algorithm>
+#include <string>
 #include <functional>
 #include <cstdio>
 #include <numeric>
@@ -38,57 +39,155 @@ struct assign_second {
   __host__ __device__ void operator()(std::int64_t& a, std::int64_t b) const { a = b; }
 };
 
+struct abs_then_value {  // a comparator that is not less/greater: sort's comparison path
+  __host__ __device__ bool operator()(std::int64_t a, std::int64_t b) const {
+    const std::int64_t x = a < 0 ? -a : a, y = b < 0 ? -b : b;
+    return x != y ? x < y : a < b;
+  }
+};
+
+// The checked calls to fail in one operation for one place: every one of the `calls` it makes
+// (counted in a dry run), or `most` of them spread evenly over all its phases, first and last
+// included. Host logic of the test.
+std::vector<long> fault_points(long calls, long most) {
+  std::vector<long> at;
+  if (calls <= most) {
+    for (long c = 0; c < calls; ++c) at.push_back(c);
+    return at;
+  }
+  for (long k = 0; k < most; ++k) at.push_back(k * (calls - 1) / (most - 1));
+  return at;
+}
+
+template <class R>
+std::vector<std::remove_const_t<strata::range_value_t<R>>> host_copy(const R& v) {
+  std::vector<std::remove_const_t<strata::range_value_t<R>>> h(v.size());
+  strata::copy_to_host(v, h.data());
+  return h;
+}
+
 }  // namespace
 
 class Faults : public ::testing::TestWithParam<bool> {};
 INSTANTIATE_TEST_SUITE_P(GraphsOnAndOff, Faults, ::testing::Bool());
 
-TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
+// Every public call that does device work, failed at every phase: for each operation the checked
+// CUDA calls it makes for each place are counted in a dry run and the injector then fails each of
+// them in turn (or up to 24 spread over all of them, 8 under STRATA_TEST_QUICK), and each of the
+// allocations it makes anywhere with cudaErrorMemoryAllocation. The failure must surface as
+// strata::cuda_error naming the device, the other places' work must drain, nothing may leak, and
+// the operation must compute the whole, exact result afterwards.
+TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
+  using strata::detail::fault_injector;
+  using strata::detail::fault_site;
   auto& inj = strata::detail::faults();
   strata::device_set_options options;
   options.use_graphs = GetParam();  // with graphs, the loop below exercises replays
   const auto set = private_set(4, options);
-  // Under the sanitizers (STRATA_TEST_QUICK) a tenth of the size: the loop below makes the same
-  // checked CUDA calls at either size (the injector counts calls, not elements), and racecheck
-  // over 1000003 elements ran past its 240 s cap (H100, 2026-12-05).
+  const auto other_set = private_set(3, options);  // cross-set copies and redistributes
+  // Under the sanitizers (STRATA_TEST_QUICK) a tenth of the size: the injector counts calls, not
+  // elements, and racecheck over 1000003 elements ran past its 240 s cap (H100, 2026-12-05).
   const std::uint64_t n = quick_mode() ? 100003 : 1000003;
+  const long most = quick_mode() ? 8 : 24;
   std::vector<std::int64_t> h(n);
   // From an even value: the odd elements are n / 2 of them (count_if below).
   std::iota(h.begin(), h.end(), -static_cast<std::int64_t>((n / 2) & ~std::uint64_t{1}));
   strata::distributed_vector<std::int64_t> in(h, set), out(n, set), other(n, set, strata::partition_policy::weighted({1, 2, 3, 4}));
-  strata::distributed_vector<std::int64_t> scratch(n, set);
+  strata::distributed_vector<std::int64_t> scratch(n, set), elsewhere(n, other_set);
+  const auto is_odd_h = [](std::int64_t x) { return (x & 1) != 0; };
   const std::int64_t sum = std::accumulate(h.begin(), h.end(), std::int64_t{0});
-  const auto odd = static_cast<std::uint64_t>(std::count_if(h.begin(), h.end(), [](std::int64_t x) { return (x & 1) != 0; }));
+  const auto odd = static_cast<std::uint64_t>(std::count_if(h.begin(), h.end(), is_odd_h));
 
-  // name, the call, and a check that the library computes correctly afterwards.
+  // Host references.
+  std::vector<std::int64_t> h_odd, h_even, h_twice(n), h_plus1(n), h_rev(h.rbegin(), h.rend()), h_inc(n), h_exc(n);
+  std::int64_t dot = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    (is_odd_h(h[i]) ? h_odd : h_even).push_back(h[i]);
+    h_twice[i] = 2 * h[i];
+    h_plus1[i] = h[i] + 1;
+    h_inc[i] = (i ? h_inc[i - 1] : 0) + h[i];
+    h_exc[i] = h_inc[i] - h[i];
+    dot += h[i] * h[i];
+  }
+  std::vector<std::int64_t> h_abs_sorted = h;
+  std::sort(h_abs_sorted.begin(), h_abs_sorted.end(), abs_then_value{});
+  std::vector<std::int64_t> h_keys(n);  // runs of 7 equal keys
+  for (std::uint64_t i = 0; i < n; ++i) h_keys[i] = static_cast<std::int64_t>(i / 7);
+  std::vector<std::int64_t> h_run_sums, h_key_inc(n), h_key_exc(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const bool head = i % 7 == 0;
+    if (head) h_run_sums.push_back(0);
+    h_run_sums.back() += h[i];
+    h_key_inc[i] = (head ? 0 : h_key_inc[i - 1]) + h[i];
+    h_key_exc[i] = h_key_inc[i] - h[i];
+  }
+  std::vector<std::int64_t> h_run_keys(h_run_sums.size());
+  std::iota(h_run_keys.begin(), h_run_keys.end(), std::int64_t{0});
+  const std::vector<std::uint64_t> offsets{0, 3, n / 3, n / 3, n / 2 + 11, n - 1, n};
+  std::vector<std::int64_t> h_seg(offsets.size() - 1, 5);
+  for (std::size_t j = 0; j + 1 < offsets.size(); ++j)
+    for (std::uint64_t i = offsets[j]; i < offsets[j + 1]; ++i) h_seg[j] += h[i];
+  std::vector<std::uint64_t> h_hist(16, 0);
+  const std::int64_t lo = h.front(), hi = h.back() + 1;
+  for (const auto x : h) h_hist[static_cast<std::size_t>((x - lo) * 16 / (hi - lo))]++;
+  std::vector<std::uint64_t> h_map(n), h_lb(n);
+  for (std::uint64_t i = 0; i < n; ++i) h_map[i] = n - 1 - i;
+  for (std::uint64_t i = 0; i < n; ++i) h_lb[i] = static_cast<std::uint64_t>(std::lower_bound(h.begin(), h.end(), 2 * h[i]) - h.begin());
+  std::vector<std::int64_t> h_diff(n, 1);
+  h_diff[0] = h[0];
+  std::vector<double> hd(h.begin(), h.end());
+  const double dsum = std::accumulate(hd.begin(), hd.end(), 0.0);  // exact: integers below 2^53
+
+  strata::distributed_vector<std::int64_t> keys(h_keys, set), keys_out(n, set), twice(h_twice, set);
+  strata::distributed_vector<std::uint64_t> map(h_map, set), idx(n, set);
+  strata::distributed_vector<double> dv(hd, set);
+  const auto eq = [](const auto& got, const auto& want) { return got == want; };
+  const auto prefix = [&](const auto& v, std::uint64_t k) {
+    auto all = host_copy(v);
+    all.resize(k);
+    return all;
+  };
+  strata::topology_options topo;
+  topo.bandwidth_bytes = 1 << 20;
+  topo.repeats = 1;
+  topo.refresh = true;
+
+  // name, the call, and whether it computed the whole, exact result.
   const std::vector<std::pair<const char*, std::function<bool()>>> algos = {
       {"reduce", [&] { return strata::reduce(in) == sum; }},
       {"reduce_async", [&] { return strata::reduce_async(in, std::int64_t{1}, cuda::std::plus<>{}).get() == sum + 1; }},
-      {"count_if", [&] { return strata::count_if(in, is_odd{}) == n / 2; }},
-      {"min_element", [&] { return strata::min_element(in).index == 0; }},
-      {"minmax", [&] { return strata::minmax(in).max.index == n - 1; }},
-      {"dot", [&] { return strata::transform_reduce(in, in, std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) > 0; }},
-      {"equal", [&] { return strata::equal(in, in); }},
-      {"inclusive_scan", [&] { strata::inclusive_scan(in, out); return out.get(n - 1) == sum; }},
-      {"exclusive_scan", [&] { strata::exclusive_scan(in, out, std::int64_t{0}); return out.get(n - 1) == sum - h[n - 1]; }},
-      {"transform", [&] { strata::transform(in, out, twice_fn{}); return out.get(n - 1) == 2 * h[n - 1]; }},
-      {"fill", [&] { strata::fill(out, 3); return out.get(n / 2) == 3; }},
-      {"copy relayout", [&] { strata::copy(in, other); return other.get(n - 2) == h[n - 2]; }},
-      // Every other public call that does device work (the loop used to cover only the 12 above).
-      {"for_each", [&] { strata::for_each(out, add_one{}); return true; }},
-      {"iota", [&] { strata::iota(out, std::int64_t{4}); return out.get(n - 1) == std::int64_t(n) + 3; }},
+      {"count_if", [&] { return strata::count_if(in, is_odd{}) == odd; }},
+      {"min_element", [&] { const auto m = strata::min_element(in); return m.index == 0 && m.value == h[0]; }},
+      {"minmax", [&] { const auto m = strata::minmax(in); return m.max.index == n - 1 && m.min.index == 0; }},
+      {"dot", [&] { return strata::transform_reduce(in, in, std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) == dot; }},
+      {"equal", [&] { return strata::equal(in, in) && !strata::equal(in, twice); }},
+      {"inclusive_scan", [&] { strata::inclusive_scan(in, out); return eq(host_copy(out), h_inc); }},
+      {"exclusive_scan", [&] { strata::exclusive_scan(in, out, std::int64_t{0}); return eq(host_copy(out), h_exc); }},
+      {"inclusive_scan nosync", [&] {
+         strata::inclusive_scan(in, out, strata::nosync);
+         set.synchronize();
+         return eq(host_copy(out), h_inc);
+       }},
+      {"transform", [&] { strata::transform(in, out, twice_fn{}); return eq(host_copy(out), h_twice); }},
+      {"transform nosync", [&] { strata::transform(in, out, twice_fn{}, strata::nosync); set.synchronize(); return eq(host_copy(out), h_twice); }},
+      {"fill", [&] { strata::fill(out, 3); return eq(host_copy(out), std::vector<std::int64_t>(n, 3)); }},
+      {"copy relayout", [&] { strata::copy(in, other); return eq(host_copy(other), h); }},
+      {"copy across sets", [&] { strata::copy(in, elsewhere); return eq(host_copy(elsewhere), h); }},
+      {"for_each", [&] { strata::copy(in, out); strata::for_each(out, add_one{}); return eq(host_copy(out), h_plus1); }},
+      {"iota", [&] { strata::iota(out, std::int64_t{4}); return out.get(0) == 4 && out.get(n - 1) == std::int64_t(n) + 3; }},
       {"tabulate", [&] { strata::tabulate(out, twice_index{}); return out.get(n - 1) == 2 * std::int64_t(n - 1); }},
-      {"for_each_indexed", [&] { strata::fill(out, 0); strata::for_each_indexed(out, add_index{}); return out.get(7) == 7; }},
+      {"for_each_indexed", [&] { strata::fill(out, 0); strata::for_each_indexed(out, add_index{}); return out.get(7) == 7 && out.get(n - 1) == std::int64_t(n - 1); }},
       {"binary transform", [&] { strata::transform(in, in, out, mul_fn{}); return out.get(n - 1) == h[n - 1] * h[n - 1]; }},
       {"zip transform", [&] { strata::transform(strata::zip(in, in, in), out, sum3{}); return out.get(3) == 3 * h[3]; }},
-      {"zip for_each", [&] { strata::for_each(strata::zip(out, in), assign_second{}); return out.get(5) == h[5]; }},
+      {"zip for_each", [&] { strata::for_each(strata::zip(out, in), assign_second{}); return eq(host_copy(out), h); }},
       {"for_each_segment", [&] {
+         strata::fill(out, 0);
          strata::for_each_segment(strata::zip(out, in), [](cudaStream_t st, auto o, auto i) {
            STRATA_CUDA_CHECK(cudaMemcpyAsync(o.data, i.data, i.count * sizeof(std::int64_t), cudaMemcpyDeviceToDevice, st));
          });
-         return out.get(n - 1) == h[n - 1];
+         return eq(host_copy(out), h);
        }},
-      {"copy_from_host", [&] { strata::copy_from_host(h.data(), out); return out.get(n / 3) == h[n / 3]; }},
+      {"copy_from_host", [&] { strata::copy_from_host(h.data(), out); return eq(host_copy(out), h); }},
       {"copy_to_host", [&] { std::vector<std::int64_t> b(n); strata::copy_to_host(in, b.data()); return b == h; }},
       {"get", [&] { return in.get(n - 1) == h[n - 1]; }},
       {"set", [&] { out.set(n - 1, 42); return out.get(n - 1) == 42; }},
@@ -96,29 +195,56 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
       {"all_of", [&] { return !strata::all_of(in, is_odd{}); }},
       {"any_of", [&] { return strata::any_of(in, is_odd{}); }},
       {"none_of", [&] { return !strata::none_of(in, is_odd{}); }},
-      {"transform_reduce zip", [&] { return strata::transform_reduce(strata::zip(in, in), std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) > 0; }},
+      {"transform_reduce zip", [&] { return strata::transform_reduce(strata::zip(in, in), std::int64_t{0}, cuda::std::plus<>{}, mul_fn{}) == dot; }},
       {"reduce with init", [&] { return strata::reduce(in, std::int64_t{2}) == sum + 2; }},
+      {"reproducible reduce", [&] { return strata::reduce(strata::reproducible, dv) == dsum; }},
       {"inclusive_scan with init", [&] { strata::inclusive_scan(in, out, cuda::std::plus<>{}, std::int64_t{1}); return out.get(n - 1) == sum + 1; }},
-      {"copy constructor", [&] { strata::distributed_vector<std::int64_t> c(in); return c.get(n - 1) == h[n - 1]; }},
-      {"copy assignment", [&] { strata::distributed_vector<std::int64_t> c; c = other; return c.get(0) == other.get(0); }},
-      {"host constructor", [&] { strata::distributed_vector<std::int64_t> c(h, set); return c.get(n - 1) == h[n - 1]; }},
-      {"fill constructor", [&] { strata::distributed_vector<std::int64_t> c(n, 5, set); return c.get(n - 1) == 5; }},
-      {"copy_if", [&] { return strata::copy_if(in, out, is_odd{}).size() == odd; }},
-      {"copy_if new", [&] { return strata::copy_if(in, is_odd{}).size() == odd; }},
-      {"remove_if", [&] { strata::copy(in, out); return strata::remove_if(out, is_odd{}).size() == n - odd; }},
-      {"unique", [&] { strata::copy(in, out); return strata::unique(out).size() == n; }},
-      {"unique_copy", [&] { return strata::unique_copy(in, out).size() == n; }},
-      {"partition_copy", [&] { return strata::partition_copy(in, out, scratch, is_odd{}).first.size() == odd; }},
-      {"sort", [&] { strata::copy(in, out); strata::sort(out, cuda::std::greater<>{}); return out.get(0) == h[n - 1]; }},
+      {"copy constructor", [&] { strata::distributed_vector<std::int64_t> c(in); return eq(host_copy(c), h); }},
+      {"copy assignment", [&] { strata::distributed_vector<std::int64_t> c; c = other; return eq(host_copy(c), host_copy(other)); }},
+      {"host constructor", [&] { strata::distributed_vector<std::int64_t> c(h, set); return eq(host_copy(c), h); }},
+      {"fill constructor", [&] { strata::distributed_vector<std::int64_t> c(n, 5, set); return c.get(n - 1) == 5 && c.get(0) == 5; }},
+      {"copy_if", [&] { const auto r = strata::copy_if(in, out, is_odd{}); return r.size() == odd && eq(prefix(out, odd), h_odd); }},
+      {"copy_if new", [&] { const auto r = strata::copy_if(in, is_odd{}); return eq(host_copy(r), h_odd); }},
+      {"remove_if", [&] { strata::copy(in, out); return strata::remove_if(out, is_odd{}).size() == n - odd && eq(prefix(out, n - odd), h_even); }},
+      {"erase_if", [&] { strata::distributed_vector<std::int64_t> c(in); return strata::erase_if(c, is_odd{}) == odd && eq(host_copy(c), h_even); }},
+      {"unique", [&] { strata::copy(in, out); return strata::unique(out).size() == n && eq(host_copy(out), h); }},
+      {"unique_copy", [&] { return strata::unique_copy(in, out).size() == n && eq(host_copy(out), h); }},
+      {"partition_copy", [&] {
+         const auto r = strata::partition_copy(in, out, scratch, is_odd{});
+         return r.first.size() == odd && r.second.size() == n - odd && eq(prefix(out, odd), h_odd) && eq(prefix(scratch, n - odd), h_even);
+       }},
+      {"sort", [&] { strata::copy(in, out); strata::sort(out, cuda::std::greater<>{}); return eq(host_copy(out), h_rev); }},
+      {"stable_sort", [&] { strata::copy(in, out); strata::stable_sort(out, cuda::std::greater<>{}); return eq(host_copy(out), h_rev); }},
+      {"sort comparison path", [&] { strata::copy(in, out); strata::sort(out, abs_then_value{}); return eq(host_copy(out), h_abs_sorted); }},
       {"sort_by_key", [&] {
          strata::copy(in, out);
          strata::copy(in, scratch);
          strata::stable_sort_by_key(out, scratch, cuda::std::greater<>{});
-         return out.get(n - 1) == h[0] && scratch.get(0) == h[n - 1];
+         return eq(host_copy(out), h_rev) && eq(host_copy(scratch), h_rev);
        }},
       {"redistribute", [&] {
          const auto r = strata::redistribute(in, strata::partition_policy::weighted({1, 0, 2, 3}));
-         return r.get(n - 1) == h[n - 1] && r.partition().count(1) == 0;
+         return eq(host_copy(r), h) && r.partition().count(1) == 0;
+       }},
+      {"redistribute across sets", [&] { return eq(host_copy(strata::redistribute(in, other_set, strata::partition_policy::even())), h); }},
+      // The algorithms of issue 36.
+      {"find", [&] { return strata::find(in, h[n / 2]) == n / 2 && strata::find(in, h[n - 1] + 1) == n; }},
+      {"is_sorted_until", [&] { return strata::is_sorted_until(in) == n; }},
+      {"adjacent_difference", [&] { strata::adjacent_difference(in, out); return eq(host_copy(out), h_diff); }},
+      {"histogram_even", [&] { return strata::histogram_even(in, 16, lo, hi) == h_hist; }},
+      {"reduce_by_key", [&] {
+         const auto r = strata::reduce_by_key(keys, in, keys_out, out);
+         return eq(host_copy(r.values), h_run_sums) && eq(host_copy(r.keys), h_run_keys);
+       }},
+      {"inclusive_scan_by_key", [&] { strata::inclusive_scan_by_key(keys, in, out); return eq(host_copy(out), h_key_inc); }},
+      {"exclusive_scan_by_key", [&] { strata::exclusive_scan_by_key(keys, in, out, std::int64_t{0}); return eq(host_copy(out), h_key_exc); }},
+      {"segmented_reduce", [&] { return strata::segmented_reduce(in, offsets, std::int64_t{5}) == h_seg; }},
+      {"gather", [&] { strata::gather(map, in, out); return eq(host_copy(out), h_rev); }},
+      {"scatter", [&] { strata::scatter(in, map, out); return eq(host_copy(out), h_rev); }},
+      {"lower_bound", [&] { strata::lower_bound(in, twice, idx); return eq(host_copy(idx), h_lb); }},
+      {"measure_topology", [&] {
+         const auto& t = strata::measure_topology(set, topo);
+         return t.memory_gbps.size() == 4 && *std::min_element(t.memory_gbps.begin(), t.memory_gbps.end()) > 0;
        }},
   };
 
@@ -127,30 +253,52 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAndRecovers) {
   const auto live_before = live_allocations::now();
 
   const auto captures_before = set.state().graphs.captures;
-  int surfaced = 0;
-  for (const auto& [name, call] : algos)
+  // One failure: it must surface as it should, and the operation must work afterwards.
+  const auto fail_once = [&](const char* name, const std::function<bool()>& call, int place, long nth, fault_site site) {
+    const cudaError_t code = site == fault_site::allocation ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure;
+    SCOPED_TRACE(std::string(name) + (site == fault_site::allocation ? ", allocation " : ", place " + std::to_string(place) + ", call ") +
+                 std::to_string(nth));
+    inj.arm(place, nth, code, site);
+    bool threw = false;
+    try {
+      (void)call();
+    } catch (const strata::cuda_error& e) {
+      threw = true;
+      EXPECT_EQ(e.code(), code);
+      EXPECT_EQ(e.device(), 0) << e.what();
+      EXPECT_NE(std::string(e.what()).find("on device 0"), std::string::npos) << e.what();
+    }
+    const bool fired = inj.fired() > 0;
+    inj.disarm();
+    EXPECT_EQ(threw, fired) << "an injected failure was swallowed, or an exception came from nowhere";
+    set.synchronize();  // the other places' work drains: no hang
+    other_set.synchronize();
+    EXPECT_TRUE(call()) << name << " is wrong after a fault";
+    return threw;
+  };
+  long surfaced = 0, phases = 0;
+  for (const auto& [name, call] : algos) {
+    inj.count();  // the dry run: how many checked calls each place makes
+    ASSERT_TRUE(call()) << name;
+    inj.disarm();
+    std::vector<long> calls(4);
+    for (int place = 0; place < 4; ++place) calls[place] = inj.calls(place);
+    inj.count(fault_site::allocation);
+    ASSERT_TRUE(call()) << name;
+    inj.disarm();
+    const long allocations = inj.calls(fault_injector::any_place);
+    long surfaced_here = 0;
     for (int place = 0; place < 4; ++place)
-      for (long nth = 0; nth < 6; ++nth) {
-        SCOPED_TRACE(std::string(name) + ", place " + std::to_string(place) + ", call " + std::to_string(nth));
-        inj.arm(place, nth);
-        bool threw = false;
-        try {
-          (void)call();
-        } catch (const strata::cuda_error& e) {
-          threw = true;
-          EXPECT_EQ(e.code(), cudaErrorLaunchFailure);
-          EXPECT_EQ(e.device(), 0) << e.what();
-          EXPECT_NE(std::string(e.what()).find("on device 0"), std::string::npos) << e.what();
-        }
-        const bool fired = inj.fired > 0;
-        inj.disarm();
-        EXPECT_EQ(threw, fired) << "an injected failure was swallowed, or an exception came from nowhere";
-        surfaced += threw ? 1 : 0;
-        set.synchronize();  // the other places' work drains: no hang
-        EXPECT_TRUE(call()) << name << " is wrong after a fault";
-      }
-  EXPECT_GT(surfaced, 250);
-  std::printf("graphs: %llu captures during the fault loop, %llu replays in all\n",
+      for (const long nth : fault_points(calls[place], most)) surfaced_here += fail_once(name, call, place, nth, fault_site::any_call);
+    for (const long nth : fault_points(allocations, 4))
+      surfaced_here += fail_once(name, call, fault_injector::any_place, nth, fault_site::allocation);
+    EXPECT_GT(surfaced_here, 0) << name << ": no injected failure surfaced (" << calls[0] << " checked calls on place 0)";
+    surfaced += surfaced_here;
+    phases += calls[0] + calls[1] + calls[2] + calls[3];
+  }
+  std::printf("faults: %ld surfaced over %zu operations (%ld checked calls per run in all); graphs: %llu captures "
+              "during the fault loop, %llu replays in all\n",
+              surfaced, algos.size(), phases,
               static_cast<unsigned long long>(set.state().graphs.captures - captures_before),
               static_cast<unsigned long long>(set.state().graphs.replays));
   set.synchronize();
@@ -185,7 +333,7 @@ TEST(Faults, AFailureDuringGraphCaptureLeavesNoCaptureBehind) {
         threw = true;
         EXPECT_EQ(e.device(), 0) << e.what();
       }
-      const bool fired = inj.fired > 0;
+      const bool fired = inj.fired() > 0;
       inj.disarm();
       EXPECT_EQ(threw, fired);
       surfaced += threw ? 1 : 0;

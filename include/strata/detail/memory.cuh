@@ -34,6 +34,17 @@ inline allocation_counters& counters() noexcept {
 
 inline bool release_cached_on(int device) noexcept;
 
+/// cudaMalloc on the current device; under fault injection an allocation the injector fails is
+/// given back, so a failure leaves nothing allocated, as a real one does.
+inline cudaError_t checked_malloc(void** p, std::size_t bytes) noexcept {
+  const cudaError_t e = STRATA_DETAIL_INJECT_ALLOCATION(cudaMalloc(p, bytes));
+  if (e != cudaSuccess && *p != nullptr) {
+    (void)cudaFree(*p);
+    *p = nullptr;
+  }
+  return e;
+}
+
 /// Allocates `bytes` on `device` (made current for the call). Throws strata::cuda_error naming
 /// the device and the size on failure. Returns nullptr for 0 bytes. Out of memory while the
 /// container cache holds memory on the device: the cache is released and the call tried again.
@@ -41,10 +52,10 @@ inline void* device_allocate(int device, std::size_t bytes) {
   if (bytes == 0) return nullptr;
   device_guard g(device);
   void* p = nullptr;
-  cudaError_t e = cudaMalloc(&p, bytes);
+  cudaError_t e = checked_malloc(&p, bytes);
   if (e == cudaErrorMemoryAllocation && release_cached_on(device)) {
     (void)cudaGetLastError();
-    e = cudaMalloc(&p, bytes);
+    e = checked_malloc(&p, bytes);
   }
   if (e != cudaSuccess) {
     const std::string call = "cudaMalloc(" + std::to_string(bytes) + " bytes)";
@@ -236,7 +247,12 @@ class device_buffer {
 inline void* pinned_allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
   void* p = nullptr;
-  STRATA_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+  const cudaError_t e = STRATA_DETAIL_INJECT_ALLOCATION(cudaHostAlloc(&p, bytes, cudaHostAllocPortable | cudaHostAllocMapped));
+  if (e != cudaSuccess) {
+    if (p != nullptr) (void)cudaFreeHost(p);  // failed by the fault injector: nothing is kept
+    const std::string call = "cudaHostAlloc(" + std::to_string(bytes) + " bytes)";
+    throw_cuda_error(e, call.c_str(), -1, __FILE__, __LINE__);
+  }
   counters().host_allocs.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
