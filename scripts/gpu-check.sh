@@ -190,9 +190,9 @@ elif [ $status -eq 0 ]; then
       # Several ranks in one process, one host thread each (process_group::create_all), with the
       # multi-rank NCCL: ctest's run of gpu_nccl skips this test where its NCCL cannot share a GPU.
       if [ -x "$build/tests/gpu_nccl" ]; then
-        echo "=== gpu_nccl, ranks on threads of one process ==="
+        echo "=== gpu_nccl, ranks on threads of one process; a rank process killed mid-operation ==="
         env "${ranks_env[@]}" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" \
-          "$build/tests/gpu_nccl" --gtest_filter='Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*' |
+          "$build/tests/gpu_nccl" --gtest_filter='Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*:Nccl.ARankKilledMidOperation*' |
           tee "$out/threads.log"
         rc=${PIPESTATUS[0]}
         # A skipped test is coverage that did not run (an NCCL too old to share a GPU): a failure here.

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #ifdef STRATA_ENABLE_FAULT_INJECTION
+#include <functional>
 #include <mutex>
 #endif
 
@@ -118,8 +119,12 @@ class fault_injector {
   static constexpr int max_counted_places = 64;
 
   /// Fails the `nth` (0-based) call at `site` made for place `p` with `e`; later calls succeed.
-  void arm(int p, long nth, cudaError_t e = cudaErrorLaunchFailure, fault_site site = fault_site::any_call) {
+  /// `on_fire`, if given, runs when the failure is injected (a test kills its process there: a
+  /// rank that dies at that point of an operation).
+  void arm(int p, long nth, cudaError_t e = cudaErrorLaunchFailure, fault_site site = fault_site::any_call,
+           std::function<void()> on_fire = {}) {
     std::lock_guard<std::mutex> l(m_);
+    on_fire_ = std::move(on_fire);
     place_ = p;
     countdown_ = nth;
     error_ = e;
@@ -171,6 +176,7 @@ class fault_injector {
     }
     if (countdown_ >= 0 && (place_ == any_place || place_ == here) && countdown_-- == 0) {
       ++fired_;
+      if (on_fire_) on_fire_();
       return error_;
     }
     return e;
@@ -186,6 +192,7 @@ class fault_injector {
   bool counting_ = false;
   long counts_[max_counted_places] = {};
   long unplaced_ = 0;
+  std::function<void()> on_fire_;
 };
 inline fault_injector& faults() {
   static fault_injector f;

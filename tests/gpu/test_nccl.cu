@@ -10,12 +10,20 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
 
 using namespace strata_test;
 
@@ -179,4 +187,159 @@ TEST(Nccl, ThreadRankThatStopsMakesTheRanksSharingItsGpuThrow) {
   EXPECT_THROW(groups[0].all_gather(&mine, sizeof mine, out), strata::nccl_error);
   EXPECT_THROW(groups[1].all_gather(&mine, sizeof mine, out), strata::nccl_error);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
+}
+
+// A rank killed in the middle of an operation on a set spanning three processes (SIGKILL, as the
+// out-of-memory killer or a node failure would): the survivors either finish correctly (the dead
+// rank had already delivered its part) or throw strata::nccl_error within their timeout, never
+// hang and never return a wrong result, and then carry on: each runs a reduce on a set of its own
+// and exits normally (its aborted communicator and spanning set torn down without hanging).
+// The ranks are this test binary started again as three processes (posix_spawn of
+// /proc/self/exe with STRATA_DEATH_* in the environment), sharing one ncclUniqueId; the victim
+// counts its checked CUDA calls in a first run and dies, by the fault injector, at the first, the
+// middle or the last of them in the next (a sort: splitters and the exchange; a reduce: the
+// cross-rank fold; a copy between layouts: the exchange alone). Several ranks on one GPU need
+// NCCL 2.30+ (scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB).
+namespace {
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : -1;
+}
+
+// The child's part: returns its exit code (0: completed correctly, 10: threw nccl_error and
+// carried on, anything else: wrong).
+int rank_until_death() {
+  const int rank = env_int("STRATA_DEATH_RANK"), victim = env_int("STRATA_DEATH_VICTIM");
+  const int op = env_int("STRATA_DEATH_OP"), permille = env_int("STRATA_DEATH_AT");
+  const std::string hex = std::getenv("STRATA_DEATH_ID");
+  ncclUniqueId id{};
+  for (std::size_t b = 0; b < sizeof id.internal; ++b) id.internal[b] = static_cast<char>(std::stoi(hex.substr(2 * b, 2), nullptr, 16));
+  const std::uint64_t n = 1000003;
+  const auto h = random_vector<std::int64_t>(n, 7);
+  std::vector<std::int64_t> sorted(h);
+  std::sort(sorted.begin(), sorted.end());
+  std::int64_t sum = 0;
+  for (const auto x : h) sum += x;
+  int code = 0;
+  try {
+    auto g = strata::process_group::create(id, rank, 3, 0);
+    g.set_timeout(std::chrono::seconds(3));
+    const auto set = strata::spanning_set(g, 2);
+    const auto run = [&] {
+      strata::distributed_vector<std::int64_t> x(h, set);
+      switch (op) {
+        case 0:
+          strata::sort(x);
+          return x.to_std_vector() == sorted;
+        case 1:
+          return strata::reduce(x) == sum;
+        default: {
+          strata::distributed_vector<std::int64_t> y(n, set, strata::partition_policy::weighted({1, 2, 3, 4, 5, 6}));
+          strata::copy(x, y);
+          return y.to_std_vector() == h;
+        }
+      }
+    };
+    if (!run()) return 2;  // warm: every rank, nothing injected
+    auto& inj = strata::detail::faults();
+    if (rank == victim) inj.count();
+    if (!run()) return 2;  // counted on the victim
+    if (rank == victim) {
+      inj.disarm();
+      const long calls = inj.calls(strata::detail::fault_injector::any_place);
+      inj.arm(strata::detail::fault_injector::any_place, permille * (calls - 1) / 1000, cudaErrorLaunchFailure,
+              strata::detail::fault_site::any_call, [] { std::raise(SIGKILL); });
+    }
+    try {
+      code = run() ? 0 : 3;
+    } catch (const strata::nccl_error& e) {
+      std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+      code = 10;
+    }
+    if (rank == victim) return 5;  // the kill never came
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d threw: %s\n", rank, e.what());
+    return 4;
+  }
+  // Carry on without the group: a set of this process's own on the same GPU.
+  const auto own = strata::device_set::repeat(0, 2);
+  strata::distributed_vector<std::int64_t> v(h, own);
+  if (strata::reduce(v) != sum) code = 6;
+  return code;
+}
+
+std::string hex_of(const ncclUniqueId& id) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (const char c : id.internal) {
+    s += digits[(static_cast<unsigned char>(c) >> 4) & 15];
+    s += digits[static_cast<unsigned char>(c) & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
+  if (std::getenv("STRATA_DEATH_RANK") != nullptr) std::exit(rank_until_death());  // a child
+  if (strata::visible_device_count() < 3 && strata::nccl_version() < 23000)
+    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
+                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+  setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  const char* names[] = {"sort", "reduce", "copy between layouts"};
+  int thrown = 0;
+  for (int op = 0; op < 3; ++op)
+    for (const int at : {0, 500, 1000}) {
+      const int victim = 1 + (op + at / 500) % 2;
+      SCOPED_TRACE(std::string(names[op]) + ", rank " + std::to_string(victim) + " killed at " + std::to_string(at / 10) +
+                   "% of its checked calls");
+      const std::string id = hex_of(strata::nccl_unique_id());
+      std::vector<pid_t> pids(3, -1);
+      for (int r = 0; r < 3; ++r) {
+        std::vector<std::string> env;
+        for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+        env.push_back("STRATA_DEATH_RANK=" + std::to_string(r));
+        env.push_back("STRATA_DEATH_VICTIM=" + std::to_string(victim));
+        env.push_back("STRATA_DEATH_OP=" + std::to_string(op));
+        env.push_back("STRATA_DEATH_AT=" + std::to_string(at));
+        env.push_back("STRATA_DEATH_ID=" + id);
+        std::vector<char*> envp;
+        for (auto& e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        std::string self = "/proc/self/exe", filter = "--gtest_filter=Nccl.ARankKilledMidOperation*";
+        char* argv[] = {self.data(), filter.data(), nullptr};
+        ASSERT_EQ(posix_spawn(&pids[static_cast<std::size_t>(r)], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+      }
+      // Wait for all three, at most 120 s: a survivor still running then is a hang.
+      std::vector<int> status(3, -1);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      for (int left = 3; left > 0 && std::chrono::steady_clock::now() < deadline;) {
+        for (int r = 0; r < 3; ++r)
+          if (status[static_cast<std::size_t>(r)] == -1 && waitpid(pids[static_cast<std::size_t>(r)], &status[static_cast<std::size_t>(r)], WNOHANG) > 0) --left;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      for (int r = 0; r < 3; ++r) {
+        auto& st = status[static_cast<std::size_t>(r)];
+        if (st == -1) {
+          ADD_FAILURE() << "rank " << r << " hung (killed after 120 s)";
+          kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+          waitpid(pids[static_cast<std::size_t>(r)], &st, 0);
+          continue;
+        }
+        if (r == victim) {
+          EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "the victim was not killed (exit code "
+                                                                  << (WIFEXITED(st) ? WEXITSTATUS(st) : -1) << ")";
+          continue;
+        }
+        ASSERT_TRUE(WIFEXITED(st)) << "rank " << r << " died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        const int code = WEXITSTATUS(st);
+        EXPECT_TRUE(code == 0 || code == 10) << "rank " << r << " exit code " << code
+                                             << " (0: finished correctly, 10: nccl_error and carried on; 2/3: wrong "
+                                                "result, 4: other exception, 6: could not carry on)";
+        thrown += code == 10 ? 1 : 0;
+      }
+    }
+  EXPECT_GT(thrown, 0) << "no survivor ever saw the death: the kill never landed mid-operation";
 }
