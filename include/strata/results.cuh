@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace strata {
 
@@ -21,6 +22,14 @@ template <class T>
 struct minmax_result {
   element_result<T> min;  ///< the first smallest element
   element_result<T> max;  ///< the last largest element
+};
+
+/// What top_k returns: the k selected elements in order (smallest or largest first) and their
+/// global indices, on the host.
+template <class T>
+struct top_k_result {
+  std::vector<T> values;               ///< the elements, in the order asked for
+  std::vector<std::uint64_t> indices;  ///< the global index of each element
 };
 
 }  // namespace strata

@@ -26,4 +26,5 @@
 #include <strata/algorithm/scan_by_key.cuh>
 #include <strata/algorithm/segmented_reduce.cuh>
 #include <strata/algorithm/sort.cuh>
+#include <strata/algorithm/top_k.cuh>
 #include <strata/algorithm/transform.cuh>

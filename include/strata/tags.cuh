@@ -1,5 +1,6 @@
 // The public tags and traits that select an algorithm's behaviour: `strata::nosync` (return once
-// the work is enqueued), `strata::reproducible` (the same float/double sum bits for any layout) and
+// the work is enqueued), `strata::reproducible` (the same float/double sum bits for any layout), `strata::smallest` /
+// `strata::largest` (top_k's order) and
 // `strata::is_commutative<Op>` (the faster scan path). Included by every algorithm header; users
 // name them directly.
 #pragma once
@@ -38,6 +39,20 @@ struct reproducible_t {
 };
 /// The reproducible tag value.
 inline constexpr reproducible_t reproducible{};
+
+/// Tag of top_k: the k smallest elements, smallest first.
+struct smallest_t {
+  explicit constexpr smallest_t() = default;
+};
+/// The smallest tag value: `top_k(r, k, strata::smallest)`.
+inline constexpr smallest_t smallest{};
+
+/// Tag of top_k: the k largest elements, largest first.
+struct largest_t {
+  explicit constexpr largest_t() = default;
+};
+/// The largest tag value: `top_k(r, k, strata::largest)`.
+inline constexpr largest_t largest{};
 
 /// Whether a binary operator is commutative. Strata computes the per-segment totals of a
 /// multi-place scan with CUB's reduction (which reorders operands) when this is true, and

@@ -2,10 +2,12 @@
 // (detail::rank_map, the same on every rank); how a rank's failure reaches the others
 // (rank_verdict); and moving by owner (detail/by_index.cuh, algorithm/search.cuh): owners of
 // global indices, the pieces of a bucketed move, and the searches' owner and segment steps; and
-// which segments of a segmented reduction touch a place, and its offset checks.
+// which segments of a segmented reduction touch a place, and its offset checks; top_k's key order
+// and its merge of the places' lists.
 #include <strata/detail/exchange.cuh>
 #include <strata/algorithm/search.cuh>
 #include <strata/algorithm/segmented_reduce.cuh>
+#include <strata/algorithm/top_k.cuh>
 #include <strata/detail/by_index.cuh>
 #include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
@@ -14,6 +16,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <type_traits>
+#include <limits>
+#include <cmath>
 #include <new>
 #include <algorithm>
 #include <random>
@@ -346,5 +351,84 @@ TEST(SegmentedReduce, OffsetsAreChecked) {
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("offset 2 is 3, below offset 1, 7"), std::string::npos) << e.what();
+  }
+}
+
+// top_k's key image orders like sort's radix path: for random floats (specials included),
+// signed and unsigned integers, key(a) < key(b) exactly when a sorts before b (-0.0 and +0.0
+// equal, NaNs of either sign at the ends), and the largest-first image reverses it.
+template <class T>
+void expect_radix_order(const std::vector<T>& xs) {
+  const strata::detail::radix_key<T> up{false}, down{true};
+  const auto before = [](T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto rank = [](T x) { return std::isnan(x) ? (std::signbit(x) ? -2 : 2) : 0; };
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      if (rank(a) != 0) return false;  // two NaNs of one sign: equal enough here
+    }
+    return a < b;
+  };
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    for (std::size_t j = 0; j < xs.size(); ++j) {
+      const T a = xs[i], b = xs[j];
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(a) && std::isnan(b)) continue;
+      EXPECT_EQ(up(a) < up(b), before(a, b)) << +a << " vs " << +b;
+      EXPECT_EQ(down(a) < down(b), before(b, a)) << +a << " vs " << +b;
+    }
+}
+
+TEST(TopK, KeyImageOrdersAsSortsRadixPath) {
+  std::mt19937_64 g(std::random_device{}());
+  std::vector<float> f{0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                       std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                       std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()};
+  std::normal_distribution<float> nf(0.0f, 100.0f);
+  for (int i = 0; i < 60; ++i) f.push_back(nf(g));
+  expect_radix_order(f);
+  std::vector<double> d{0.0, -0.0, 3.5, -3.5, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::quiet_NaN()};
+  for (int i = 0; i < 40; ++i) d.push_back(static_cast<double>(static_cast<std::int64_t>(g())) / 7.0);
+  expect_radix_order(d);
+  std::vector<std::int32_t> s32{0, -1, 1, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+  std::vector<std::uint16_t> u16{0, 1, 65535, 32768, 32767};
+  std::vector<std::int8_t> s8{0, -128, 127, -1, 1};
+  for (int i = 0; i < 40; ++i) {
+    s32.push_back(static_cast<std::int32_t>(g()));
+    u16.push_back(static_cast<std::uint16_t>(g()));
+    s8.push_back(static_cast<std::int8_t>(g()));
+  }
+  expect_radix_order(s32);
+  expect_radix_order(u16);
+  expect_radix_order(s8);
+}
+
+// merge_top_k against sorting everything: random sorted lists with repeated keys, the first k of
+// their union by (key, index), for k below, at and above the total.
+TEST(TopK, MergeOfSortedListsTakesTheFirstKByKeyThenIndex) {
+  using entry = strata::detail::top_k_entry<std::int32_t>;
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::vector<entry>> lists(1 + g() % 6);
+    std::vector<entry> all;
+    std::uint64_t index = 0;
+    for (auto& l : lists) {
+      l.resize(g() % 9);
+      for (auto& e : l) {
+        e.key = static_cast<std::uint32_t>(g() % 5);
+        e.index = index++;
+        e.value = static_cast<std::int32_t>(e.key) * 10;
+      }
+      std::stable_sort(l.begin(), l.end(), [](const entry& a, const entry& b) { return a.key < b.key; });
+      all.insert(all.end(), l.begin(), l.end());
+    }
+    std::sort(all.begin(), all.end(), [](const entry& a, const entry& b) { return a.key != b.key ? a.key < b.key : a.index < b.index; });
+    const std::uint64_t k = g() % (all.size() + 3);
+    const auto got = strata::detail::merge_top_k(lists, k);
+    ASSERT_EQ(got.size(), std::min<std::uint64_t>(k, all.size()));
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      EXPECT_EQ(got[j].key, all[j].key) << "round " << round << " entry " << j;
+      EXPECT_EQ(got[j].index, all[j].index) << "round " << round << " entry " << j;
+    }
   }
 }

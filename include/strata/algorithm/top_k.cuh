@@ -1,0 +1,380 @@
+// Selection: top_k, the k smallest or largest elements of a range with their global indices.
+// A radix select over the whole range, then a sort of the few candidates per place:
+//  1. Histograms of the next 11 bits of the elements' order-preserving unsigned image (sort's
+//     radix order), counted by cub::DeviceHistogram on every place and added by the array fold
+//     (on the root, across ranks too), narrow down the digit prefix of the k-th element, pass by
+//     pass, until the bucket holding it is small (at most max(2^16, k) elements) or one value.
+//  2. Every place selects its candidates (cub::DeviceSelect::If over its positions): the elements
+//     below that bucket (all of them in the answer) and those in it (for one value, at most the
+//     number still needed: the lowest indices win ties). The host waits once for the counts.
+//  3. Every place sorts its candidates (cub::DeviceRadixSort::SortPairs: key image, position;
+//     stable, so ties stay in index order) and sends its first k to the host; the host merges
+//     the places' lists (and, across ranks, the ranks' lists after one all-gather) by (key, index).
+#pragma once
+
+#include <strata/detail/array_fold.cuh>
+#include <strata/detail/checks.cuh>
+#include <strata/detail/fan_out.cuh>
+#include <strata/detail/host_counts.cuh>
+#include <strata/detail/rank_collectives.cuh>
+#include <strata/distributed_span.cuh>
+#include <strata/results.cuh>
+#include <strata/tags.cuh>
+
+#include <cub/device/device_for.cuh>
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_select.cuh>
+
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <cuda/std/functional>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+namespace detail {
+
+template <class T>
+using radix_unsigned_t =
+    std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                       std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                          std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+
+/// The order-preserving unsigned image of an element in sort's radix order (-0.0 and +0.0 equal,
+/// negative NaNs before -inf, positive NaNs after +inf), complemented for the largest-first order.
+template <class T>
+struct radix_key {
+  using U = radix_unsigned_t<T>;
+  bool largest;
+  __host__ __device__ U operator()(const T& x) const {
+    constexpr U sign = static_cast<U>(U{1} << (8 * sizeof(U) - 1));
+    U u;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T y = x == T(0) ? T(0) : x;
+      ::memcpy(&u, &y, sizeof u);
+      u = (u & sign) != 0 ? static_cast<U>(~u) : static_cast<U>(u | sign);
+    } else {
+      ::memcpy(&u, &x, sizeof u);
+      if constexpr (std::is_signed_v<T>) u = static_cast<U>(u ^ sign);
+    }
+    return largest ? static_cast<U>(~u) : u;
+  }
+};
+
+/// The radix select's state: the top `decided` bits of the k-th element's key are `prefix`.
+template <class U>
+struct radix_prefix {
+  U prefix = 0;
+  int decided = 0;
+  static constexpr int bits = 8 * sizeof(U);
+  /// The key's top `decided` bits.
+  __host__ __device__ U top(U u) const { return decided == 0 ? U{0} : static_cast<U>(u >> (bits - decided)); }
+};
+
+/// Bits per histogram pass (2048 bins).
+inline constexpr int top_k_digit_bits = 11;
+
+/// The histogram sample of an element: the next `width` bits of its key where its top bits are
+/// the prefix, `bins` (outside the histogram's levels, so not counted) elsewhere.
+template <class T>
+struct top_k_digit {
+  radix_key<T> key;
+  radix_prefix<radix_unsigned_t<T>> at;
+  int width;
+  __host__ __device__ int operator()(const T& x) const {
+    const auto u = key(x);
+    if (at.top(u) != at.prefix) return 1 << width;
+    return static_cast<int>((u >> (at.bits - at.decided - width)) & ((1ull << width) - 1));
+  }
+};
+
+/// Candidate position test: the key's top bits below the prefix (`below`), or equal to it.
+template <class T>
+struct top_k_candidate {
+  const T* data;
+  radix_key<T> key;
+  radix_prefix<radix_unsigned_t<T>> at;
+  bool below_only, equal_only;
+  __host__ __device__ bool operator()(std::uint64_t i) const {
+    const auto t = at.top(key(data[i]));
+    if (below_only) return t < at.prefix;
+    if (equal_only) return t == at.prefix;
+    return t <= at.prefix;
+  }
+};
+
+/// Output of the selection of elements equal to a one-value prefix: the first `cap` go after the
+/// `*base` candidates below it (base: the first selection's count, in pinned host memory).
+struct capped_after {
+  std::uint64_t* out;
+  const std::uint64_t* base;
+  std::uint64_t cap;
+  template <class Index>
+  __host__ __device__ void operator()(Index i, std::uint64_t position) const {
+    if (static_cast<std::uint64_t>(i) < cap) out[*base + static_cast<std::uint64_t>(i)] = position;
+  }
+};
+
+/// keys[j] = key(data[positions[j]]).
+template <class T>
+struct keys_of_positions {
+  const T* data;
+  const std::uint64_t* positions;
+  radix_unsigned_t<T>* keys;
+  radix_key<T> key;
+  __device__ void operator()(std::uint64_t j) const { keys[j] = key(data[positions[j]]); }
+};
+
+/// values[j] = data[positions[j]].
+template <class T>
+struct values_of_positions {
+  const T* data;
+  const std::uint64_t* positions;
+  T* values;
+  __device__ void operator()(std::uint64_t j) const { values[j] = data[positions[j]]; }
+};
+
+/// One entry of a place's or rank's sorted list on the host.
+template <class T>
+struct top_k_entry {
+  radix_unsigned_t<T> key;
+  std::uint64_t index;
+  T value;
+};
+
+/// The first `k` entries of sorted lists `lists` (each ascending by (key, index)), merged by
+/// (key, index). Pure host code.
+template <class T>
+std::vector<top_k_entry<T>> merge_top_k(const std::vector<std::vector<top_k_entry<T>>>& lists, std::uint64_t k) {
+  using cursor = std::pair<std::size_t, std::size_t>;  // (list, position)
+  const auto after = [&](const cursor& a, const cursor& b) {
+    const auto& x = lists[a.first][a.second];
+    const auto& y = lists[b.first][b.second];
+    return x.key != y.key ? x.key > y.key : x.index > y.index;
+  };
+  std::priority_queue<cursor, std::vector<cursor>, decltype(after)> heads(after);
+  for (std::size_t l = 0; l < lists.size(); ++l)
+    if (!lists[l].empty()) heads.push({l, 0});
+  std::vector<top_k_entry<T>> out;
+  while (!heads.empty() && out.size() < k) {
+    const cursor c = heads.top();
+    heads.pop();
+    out.push_back(lists[c.first][c.second]);
+    if (c.second + 1 < lists[c.first].size()) heads.push({c.first, c.second + 1});
+  }
+  return out;
+}
+
+/// The radix select's pass 1 (see the top of this file): the prefix of the k-th element's key and
+/// how many elements below it are in the answer. `hist` is the host array the histograms land in.
+template <class T, class S>
+std::pair<radix_prefix<radix_unsigned_t<T>>, std::uint64_t> top_k_prefix(const char* name, set_state& s, const S& r,
+                                                                         std::uint64_t k, bool largest) {
+  using U = radix_unsigned_t<T>;
+  radix_prefix<U> at;
+  std::uint64_t need = k;  // still needed from the elements whose key has the prefix
+  const std::uint64_t small = std::max<std::uint64_t>(std::uint64_t{1} << 16, k);
+  std::vector<unsigned long long> hist;
+  while (at.decided < at.bits) {
+    const int width = std::min(top_k_digit_bits, at.bits - at.decided);
+    const int bins = 1 << width;
+    hist.assign(static_cast<std::size_t>(bins), 0);
+    const top_k_digit<T> digit{radix_key<T>{largest}, at, width};
+    fold_arrays<unsigned long long>(
+        name, s, r.partition(), static_cast<std::uint64_t>(bins), 0,
+        [&](std::size_t i, place_state& p, unsigned long long* out, void*) {
+          const auto seg = r.segment_at(i);
+          run_cub(p, [&](void* temp, std::size_t& bytes) {
+            return cub::DeviceHistogram::HistogramEven(temp, bytes, thrust::make_transform_iterator(seg.data, digit), out,
+                                                       bins + 1, 0, bins, static_cast<std::int64_t>(seg.count),
+                                                       p.stream());
+          });
+        },
+        0ull, ::cuda::std::plus<unsigned long long>{}, hist.data());
+    std::uint64_t below = 0;
+    int b = 0;
+    while (b < bins - 1 && below + hist[static_cast<std::size_t>(b)] < need) below += hist[static_cast<std::size_t>(b++)];
+    need -= below;
+    at.prefix = static_cast<U>((at.decided == 0 ? U{0} : static_cast<U>(at.prefix << width)) | static_cast<U>(b));
+    at.decided += width;
+    if (hist[static_cast<std::size_t>(b)] <= small) break;
+  }
+  return {at, k - need};
+}
+
+template <class T, class S>
+top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
+  constexpr const char* name = "strata::top_k";
+  using U = radix_unsigned_t<T>;
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>,
+                "strata::top_k: the elements must be numbers (integers or floating point), as sort's radix path");
+  require_places(name, r);
+  if (k > r.size())
+    throw std::invalid_argument(std::string(name) + ": k is " + std::to_string(k) + " but the range holds " +
+                                std::to_string(r.size()) + " elements");
+  top_k_result<T> result;
+  if (k == 0) return result;
+  call_scope scope(r.places().state(), name);
+  set_state& s = scope.state();
+  const partition& part = r.partition();
+  const radix_key<T> key{largest};
+  const auto found = top_k_prefix<T>(name, s, r, k, largest);
+  const radix_prefix<U> at = found.first;  // (not a structured binding: lambdas capture it below)
+  const std::uint64_t below = found.second;
+  // One value left (every bit decided): of the elements equal to it, at most k - below per place.
+  const bool one_value = at.decided == at.bits;
+  const std::uint64_t equal_cap = k - below;
+  // Candidates per place: all below (at most `below`), and those at the prefix (at most the
+  // bucket, bounded by the pass loop, or equal_cap). Scratch per place: positions and keys, twice.
+  const std::uint64_t room = below + std::max<std::uint64_t>(equal_cap, std::uint64_t{1} << 16) + k;
+  const auto scratch_of = [&](place_state& p, std::uint64_t count) {
+    const std::uint64_t m = std::min(count, room);
+    const std::size_t pos_bytes = (m * sizeof(std::uint64_t) + 255) / 256 * 256;
+    const std::size_t key_bytes = (m * sizeof(U) + 255) / 256 * 256;
+    char* base = static_cast<char*>(p.scratch(2 * pos_bytes + 2 * key_bytes + (k * sizeof(T) + 255) / 256 * 256));
+    struct {
+      std::uint64_t *pos, *pos_sorted;
+      U *keys, *keys_sorted;
+      T* values;
+    } b{reinterpret_cast<std::uint64_t*>(base), reinterpret_cast<std::uint64_t*>(base + pos_bytes),
+        reinterpret_cast<U*>(base + 2 * pos_bytes), reinterpret_cast<U*>(base + 2 * pos_bytes + key_bytes),
+        reinterpret_cast<T*>(base + 2 * pos_bytes + 2 * key_bytes)};
+    return b;
+  };
+  const std::vector<std::uint64_t> counts = kept_counts(s, part, 2, [&](std::uint64_t* words) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+      const auto seg = r.segment_at(i);
+      const auto b = scratch_of(p, seg.count);
+      const thrust::counting_iterator<std::uint64_t> positions(0);
+      const auto n = static_cast<std::int64_t>(seg.count);
+      std::uint64_t* first_count = words + i;
+      run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSelect::If(temp, bytes, positions, b.pos, first_count, n,
+                                     top_k_candidate<T>{seg.data, key, at, one_value, false}, p.stream());
+      });
+      if (!one_value) return;
+      const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, first_count, equal_cap}, 0};
+      run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSelect::If(temp, bytes, positions, sink, words + part.places() + i, n,
+                                     top_k_candidate<T>{seg.data, key, at, false, true}, p.stream());
+      });
+    });
+  });
+  // Sort each place's candidates and bring its first k to the host.
+  std::vector<std::uint64_t> taken(part.places(), 0), at_entry(part.places() + 1, 0);
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    const std::uint64_t m = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
+    taken[i] = s.local(i) ? std::min(m, k) : 0;
+    at_entry[i + 1] = at_entry[i] + taken[i];
+  }
+  const std::size_t entry_bytes = sizeof(U) + sizeof(std::uint64_t) + sizeof(T);
+  char* host = reinterpret_cast<char*>(s.host_words((at_entry.back() * entry_bytes + 7) / 8 + 1));
+  for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+    const std::uint64_t m = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
+    if (m == 0) return;
+    const auto seg = r.segment_at(i);
+    const auto b = scratch_of(p, seg.count);
+    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(m, keys_of_positions<T>{seg.data, b.pos, b.keys, key}, p.stream()));
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return cub::DeviceRadixSort::SortPairs(temp, bytes, b.keys, b.keys_sorted, b.pos, b.pos_sorted,
+                                             static_cast<std::int64_t>(m), 0, static_cast<int>(8 * sizeof(U)), p.stream());
+    });
+    const std::uint64_t t = taken[i];
+    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(t, values_of_positions<T>{seg.data, b.pos_sorted, b.values}, p.stream()));
+    char* mine = host + at_entry[i] * entry_bytes;  // keys, then positions, then values
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine, b.keys_sorted, t * sizeof(U), cudaMemcpyDeviceToHost, p.stream()));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine + t * sizeof(U), b.pos_sorted, t * sizeof(std::uint64_t),
+                                      cudaMemcpyDeviceToHost, p.stream()));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine + t * (sizeof(U) + sizeof(std::uint64_t)), b.values, t * sizeof(T),
+                                      cudaMemcpyDeviceToHost, p.stream()));
+  });
+  wait_segments(s, part);
+  std::vector<std::vector<top_k_entry<T>>> lists;
+  for (std::size_t i = 0; i < part.places(); ++i) {
+    const std::uint64_t t = taken[i];
+    if (t == 0) continue;
+    const char* mine = host + at_entry[i] * entry_bytes;
+    std::vector<top_k_entry<T>> l(t);
+    for (std::uint64_t j = 0; j < t; ++j) {
+      std::memcpy(&l[j].key, mine + j * sizeof(U), sizeof(U));
+      std::uint64_t position;
+      std::memcpy(&position, mine + t * sizeof(U) + j * sizeof(std::uint64_t), sizeof position);
+      l[j].index = part.offset(i) + position;
+      std::memcpy(&l[j].value, mine + t * (sizeof(U) + sizeof(std::uint64_t)) + j * sizeof(T), sizeof(T));
+    }
+    lists.push_back(std::move(l));
+  }
+  std::vector<top_k_entry<T>> best = merge_top_k(lists, k);
+  if (s.link != nullptr) {
+    // Across ranks: every rank's best k (sizes first), all-gathered, merged again in rank order.
+    const auto sizes = all_gather_to_host(s, static_cast<std::uint64_t>(best.size()), name);
+    const auto ranks = static_cast<std::size_t>(s.ranks.ranks()), me = static_cast<std::size_t>(s.ranks.rank());
+    std::vector<std::size_t> region(ranks + 1, 0);
+    std::size_t largest_region = 0;
+    for (std::size_t q = 0; q < ranks; ++q) {
+      region[q + 1] = region[q] + sizes[q] * sizeof(top_k_entry<T>);
+      largest_region = std::max<std::size_t>(largest_region, sizes[q] * sizeof(top_k_entry<T>));
+    }
+    char* buffer = s.rank_buffer(rank_gather::bytes(s.ranks.ranks(), largest_region));
+    char* all = reinterpret_cast<char*>(s.host_words((region.back() + 7) / 8 + 1));
+    if (!best.empty()) std::memcpy(all + region[me], best.data(), best.size() * sizeof(top_k_entry<T>));
+    all_gather_regions(s, all, region, buffer, {});
+    wait_root(s, name);
+    std::vector<std::vector<top_k_entry<T>>> per_rank(ranks);
+    for (std::size_t q = 0; q < ranks; ++q) {
+      per_rank[q].resize(sizes[q]);
+      if (sizes[q] > 0) std::memcpy(per_rank[q].data(), all + region[q], sizes[q] * sizeof(top_k_entry<T>));
+    }
+    best = merge_top_k(per_rank, k);
+  }
+  result.values.reserve(best.size());
+  result.indices.reserve(best.size());
+  for (const auto& e : best) {
+    result.values.push_back(e.value);
+    result.indices.push_back(e.index);
+  }
+  return result;
+}
+
+}  // namespace detail
+
+/// The `k` smallest elements of `r` and their global indices, smallest first, as a stable sort
+/// by sort's radix order would place them (`-0.0` and `+0.0` equal, negative NaNs first, positive
+/// NaNs last; equal elements in index order, so the lowest indices win ties). A radix select (one
+/// cub::DeviceHistogram pass of 11 bits over every place per step, usually one or two steps,
+/// combined by the array fold) finds the bucket holding the k-th element; every place then
+/// selects its candidates with cub::DeviceSelect::If, sorts them with cub::DeviceRadixSort and
+/// hands its first k to the host, which merges the places' (and ranks') lists. Requires
+/// arithmetic elements (not bool). Returns host vectors of k values and k indices; the same on
+/// every rank of a set spanning processes (a collective there). Extra device memory per place:
+/// about (k + 2^16) * (16 + 2 * sizeof(T)) bytes of its cached scratch, plus a 2048-bin histogram;
+/// pinned host memory for k entries per place. Waits (once per select step and once for the
+/// candidates' counts). Throws std::invalid_argument (a range without places, k > r.size())
+/// before any device work, strata::cuda_error for CUDA failures, the process group's error if a
+/// rank fails or leaves.
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+top_k_result<range_value_t<R>> top_k(const R& r, std::uint64_t k, smallest_t) {
+  return detail::top_k_impl<std::remove_const_t<range_value_t<R>>>(detail::as_span(r), k, false);
+}
+
+/// The `k` largest elements of `r` and their global indices, largest first (sort's radix order
+/// reversed: positive NaNs first; equal elements in index order, the lowest indices winning
+/// ties). Everything else as top_k(r, k, strata::smallest).
+template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+top_k_result<range_value_t<R>> top_k(const R& r, std::uint64_t k, largest_t) {
+  return detail::top_k_impl<std::remove_const_t<range_value_t<R>>>(detail::as_span(r), k, true);
+}
+
+}  // namespace strata
