@@ -3,12 +3,18 @@
 // for scatter) between ranges of different sizes and partitions (with empty places), signed and
 // unsigned indices, on direct sets (each place reads or writes the owners' segments) and staged
 // ones (indices and values bucketed by owner through the exchange); outputs poisoned first; an
-// index out of range throws with nothing written; a source past 2^31 elements.
+// index out of range throws with nothing written; a source past 2^31 elements. top_k against a
+// host stable sort in radix order.
 #include "test_util.cuh"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
+#include <string>
+#include <type_traits>
 
 using namespace strata_test;
 
@@ -286,4 +292,115 @@ TEST(Search, EmptyRangeAndBadArguments) {
   EXPECT_EQ(skewed.to_std_vector(), std::vector<std::uint64_t>(3, 99));
   strata::lower_bound(sorted, queries, out);
   EXPECT_EQ(out.to_std_vector(), (std::vector<std::uint64_t>{0, 1, 4}));
+}
+
+// top_k against a host stable sort in sort's radix order (ties in index order): random data with
+// many ties (small integers), floats with -0.0, +-inf and NaNs of both signs mixed in; k from 0
+// to the whole range; smallest and largest; every set and size.
+namespace {
+
+template <class T>
+int nan_side(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(x)) return std::signbit(x) ? -1 : 1;
+  return 0;
+}
+
+// The reference: indices of the k first elements of a stable sort by radix order (reversed for
+// largest), computed on the host without the library's key image.
+template <class T>
+std::vector<std::uint64_t> host_top_k(const std::vector<T>& h, std::uint64_t k, bool largest) {
+  std::vector<std::uint64_t> idx(h.size());
+  std::iota(idx.begin(), idx.end(), std::uint64_t{0});
+  const auto before = [](T a, T b) {  // radix order: NaN(-) < everything < NaN(+); -0.0 == +0.0
+    if (nan_side(a) != nan_side(b)) return nan_side(a) < nan_side(b);
+    if (nan_side(a) != 0) return false;
+    return a < b;
+  };
+  std::stable_sort(idx.begin(), idx.end(), [&](std::uint64_t a, std::uint64_t b) {
+    return largest ? before(h[b], h[a]) : before(h[a], h[b]);
+  });
+  idx.resize(k);
+  return idx;
+}
+
+template <class T>
+void expect_top_k(const std::vector<T>& h, const strata::distributed_vector<T>& v, std::uint64_t k, bool largest) {
+  SCOPED_TRACE(std::string(largest ? "largest" : "smallest") + ", k=" + std::to_string(k));
+  const auto got = largest ? strata::top_k(v, k, strata::largest) : strata::top_k(v, k, strata::smallest);
+  const auto want = host_top_k(h, k, largest);
+  ASSERT_EQ(got.indices.size(), k);
+  ASSERT_EQ(got.values.size(), k);
+  for (std::uint64_t j = 0; j < k; ++j) {
+    ASSERT_EQ(got.indices[j], want[j]) << "entry " << j;
+    ASSERT_EQ(std::memcmp(&got.values[j], &h[want[j]], sizeof(T)), 0) << "entry " << j << " value " << +got.values[j];
+  }
+}
+
+template <class T>
+void top_k_cases() {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    auto h = random_vector<T>(n, seed);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T specials[] = {T(-0.0), T(0.0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                            std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN(), T(-1.5)};
+      std::mt19937_64 g(seed);
+      for (std::uint64_t j = 0; j < std::min<std::uint64_t>(n, 40); ++j) h[g() % n] = specials[j % 7];
+    }
+    strata::distributed_vector<T> v(h, s.set);
+    for (const std::uint64_t k : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}, n / 2, n}) {
+      if (k > n || k > (std::uint64_t{1} << 20)) continue;
+      expect_top_k(h, v, k, false);
+      expect_top_k(h, v, k, true);
+    }
+  });
+}
+
+}  // namespace
+
+TEST(TopK, AgreesWithAStableSortOnTheHost) {
+  top_k_cases<std::int32_t>();
+  top_k_cases<float>();
+  STRATA_SKIP_IF_QUICK();
+  top_k_cases<double>();
+  top_k_cases<std::uint64_t>();
+}
+
+// Ties at the k-th value (the radix select ends on one value and every place keeps at most the
+// count still needed, lowest indices first), every element equal, and a narrow range (floats
+// sharing their top 20 bits: several histogram passes) with k up to 2^20.
+TEST(TopK, TiesOneValueAndNarrowRanges) {
+  for (const auto& s : sets()) {
+    SCOPED_TRACE(s.name);
+    const std::uint64_t n = quick_mode() ? 100003 : 1000003;
+    std::vector<std::int64_t> thirds(n), same(n, 42);
+    for (std::uint64_t i = 0; i < n; ++i) thirds[i] = static_cast<std::int64_t>((i * 7) % 3);
+    strata::distributed_vector<std::int64_t> t(thirds, s.set), e(same, s.set);
+    for (const std::uint64_t k : {std::uint64_t{1}, std::uint64_t{10}, n / 2, n - 1}) {
+      expect_top_k(thirds, t, k, false);
+      expect_top_k(thirds, t, k, true);
+      expect_top_k(same, e, k, false);
+    }
+    const std::uint64_t m = quick_mode() ? (std::uint64_t{1} << 18) + 3 : (std::uint64_t{1} << 22) + 3;
+    std::vector<float> narrow(m);
+    std::mt19937_64 g(fresh_seed());
+    for (auto& x : narrow) x = 1.0f + static_cast<float>(g() % 4096) * std::numeric_limits<float>::epsilon();
+    strata::distributed_vector<float> v(narrow, s.set);
+    for (const std::uint64_t k : {std::uint64_t{5}, std::uint64_t{1000}, std::uint64_t{1} << 20}) {
+      if (k > m) continue;
+      expect_top_k(narrow, v, k, false);
+      expect_top_k(narrow, v, k, true);
+    }
+  }
+}
+
+TEST(TopK, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = strata::device_set::repeat(0, 3);
+  strata::distributed_vector<float> v(std::vector<float>{1.0f, 2.0f}, set);
+  EXPECT_THROW(strata::top_k(v, 3, strata::smallest), std::invalid_argument);
+  strata::distributed_vector<float> none;
+  EXPECT_THROW(strata::top_k(none, 0, strata::largest), std::invalid_argument);
+  EXPECT_TRUE(strata::top_k(v, 0, strata::largest).values.empty());
+  strata::distributed_vector<float> empty(0, set);
+  EXPECT_TRUE(strata::top_k(empty, 0, strata::smallest).indices.empty());
 }
