@@ -242,6 +242,12 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
       {"gather", [&] { strata::gather(map, in, out); return eq(host_copy(out), h_rev); }},
       {"scatter", [&] { strata::scatter(in, map, out); return eq(host_copy(out), h_rev); }},
       {"lower_bound", [&] { strata::lower_bound(in, twice, idx); return eq(host_copy(idx), h_lb); }},
+      {"top_k", [&] {
+         const auto r = strata::top_k(in, 100, strata::largest);
+         bool ok = r.indices.size() == 100;
+         for (std::uint64_t j = 0; ok && j < 100; ++j) ok = r.indices[j] == n - 1 - j && r.values[j] == h[n - 1 - j];
+         return ok;
+       }},
       {"measure_topology", [&] {
          const auto& t = strata::measure_topology(set, topo);
          return t.memory_gbps.size() == 4 && *std::min_element(t.memory_gbps.begin(), t.memory_gbps.end()) > 0;
