@@ -155,3 +155,29 @@ TEST(NcclSpanning, SegmentedReduceAcrossRanks) {
     }
   });
 }
+
+// top_k over a set spanning the ranks: every rank gets the same k smallest / largest (small
+// integers, so ties cross rank boundaries and the lowest global indices must win them), as a
+// host stable sort says; k from 1 to the whole range.
+TEST(NcclSpanning, TopKAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int32_t>(n, seed);
+    const strata::distributed_vector<std::int32_t> x(h, set, policy);
+    for (const std::uint64_t k : {std::uint64_t{1}, std::uint64_t{13}, n / 2, n}) {
+      if (k == 0 || k > n) continue;
+      for (const bool largest : {false, true}) {
+        std::vector<std::uint64_t> want(n);
+        std::iota(want.begin(), want.end(), std::uint64_t{0});
+        std::stable_sort(want.begin(), want.end(),
+                         [&](std::uint64_t a, std::uint64_t b) { return largest ? h[b] < h[a] : h[a] < h[b]; });
+        want.resize(k);
+        const auto got = largest ? strata::top_k(x, k, strata::largest) : strata::top_k(x, k, strata::smallest);
+        EXPECT_EQ(got.indices, want) << (largest ? "largest" : "smallest") << ", k=" << k;
+        bool values = got.values.size() == k;
+        for (std::uint64_t j = 0; values && j < k; ++j) values = got.values[j] == h[want[j]];
+        EXPECT_TRUE(values) << (largest ? "largest" : "smallest") << ", k=" << k;
+      }
+    }
+  });
+}
