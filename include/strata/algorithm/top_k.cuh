@@ -220,6 +220,7 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
   using U = radix_unsigned_t<T>;
   static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>,
                 "strata::top_k: the elements must be numbers (integers or floating point), as sort's radix path");
+  static_assert(sizeof(T) <= 8, "strata::top_k: elements of at most 8 bytes (no long double)");
   require_places(name, r);
   if (k > r.size())
     throw std::invalid_argument(std::string(name) + ": k is " + std::to_string(k) + " but the range holds " +
