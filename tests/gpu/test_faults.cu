@@ -142,11 +142,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
   strata::distributed_vector<std::uint64_t> map(h_map, set), idx(n, set);
   strata::distributed_vector<double> dv(hd, set);
   const auto eq = [](const auto& got, const auto& want) { return got == want; };
-  const auto prefix = [&](const auto& v, std::uint64_t k) {
-    auto all = host_copy(v);
-    all.resize(k);
-    return all;
-  };
+
   strata::topology_options topo;
   topo.bandwidth_bytes = 1 << 20;
   topo.repeats = 1;
@@ -203,15 +199,16 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
       {"copy assignment", [&] { strata::distributed_vector<std::int64_t> c; c = other; return eq(host_copy(c), host_copy(other)); }},
       {"host constructor", [&] { strata::distributed_vector<std::int64_t> c(h, set); return eq(host_copy(c), h); }},
       {"fill constructor", [&] { strata::distributed_vector<std::int64_t> c(n, 5, set); return c.get(n - 1) == 5 && c.get(0) == 5; }},
-      {"copy_if", [&] { const auto r = strata::copy_if(in, out, is_odd{}); return r.size() == odd && eq(prefix(out, odd), h_odd); }},
+      // A compaction's result is the view it returns (each place keeps its survivors at its start).
+      {"copy_if", [&] { return eq(host_copy(strata::copy_if(in, out, is_odd{})), h_odd); }},
       {"copy_if new", [&] { const auto r = strata::copy_if(in, is_odd{}); return eq(host_copy(r), h_odd); }},
-      {"remove_if", [&] { strata::copy(in, out); return strata::remove_if(out, is_odd{}).size() == n - odd && eq(prefix(out, n - odd), h_even); }},
+      {"remove_if", [&] { strata::copy(in, out); return eq(host_copy(strata::remove_if(out, is_odd{})), h_even); }},
       {"erase_if", [&] { strata::distributed_vector<std::int64_t> c(in); return strata::erase_if(c, is_odd{}) == odd && eq(host_copy(c), h_even); }},
-      {"unique", [&] { strata::copy(in, out); return strata::unique(out).size() == n && eq(host_copy(out), h); }},
-      {"unique_copy", [&] { return strata::unique_copy(in, out).size() == n && eq(host_copy(out), h); }},
+      {"unique", [&] { strata::copy(in, out); return eq(host_copy(strata::unique(out)), h); }},
+      {"unique_copy", [&] { return eq(host_copy(strata::unique_copy(in, out)), h); }},
       {"partition_copy", [&] {
          const auto r = strata::partition_copy(in, out, scratch, is_odd{});
-         return r.first.size() == odd && r.second.size() == n - odd && eq(prefix(out, odd), h_odd) && eq(prefix(scratch, n - odd), h_even);
+         return eq(host_copy(r.first), h_odd) && eq(host_copy(r.second), h_even);
        }},
       {"sort", [&] { strata::copy(in, out); strata::sort(out, cuda::std::greater<>{}); return eq(host_copy(out), h_rev); }},
       {"stable_sort", [&] { strata::copy(in, out); strata::stable_sort(out, cuda::std::greater<>{}); return eq(host_copy(out), h_rev); }},
