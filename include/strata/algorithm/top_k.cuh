@@ -14,6 +14,7 @@
 
 #include <strata/detail/array_fold.cuh>
 #include <strata/detail/checks.cuh>
+#include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/host_counts.cuh>
 #include <strata/detail/rank_collectives.cuh>
