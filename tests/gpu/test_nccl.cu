@@ -199,7 +199,12 @@ TEST(Nccl, ThreadRankThatStopsMakesTheRanksSharingItsGpuThrow) {
 // counts its checked CUDA calls in a first run and dies, by the fault injector, at the first, the
 // middle or the last of them in the next (a sort: splitters and the exchange; a reduce: the
 // cross-rank fold; a copy between layouts: the exchange alone). Several ranks on one GPU need
-// NCCL 2.30+ (scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB).
+// NCCL 2.30+ (scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB, on a line of its own).
+// First run (H100, NCCL 2.30, 2026-12-07): killed at its first or middle call in a sort, the
+// victim's peers threw nccl_error after the 3 s timeout and exited; killed at its last call, both
+// survivors hung (no exception, still running after 120 s): an open failure (issue 37). Each
+// child now says where it is (operation returned, torn down, carried on), so the next run shows
+// whether the hang is in the operation, the group's teardown or after it.
 namespace {
 
 int env_int(const char* name) {
@@ -258,14 +263,20 @@ int rank_until_death() {
       code = 10;
     }
     if (rank == victim) return 5;  // the kill never came
+    // Where a survivor is, for a hang's diagnosis (the parent prints what it last said).
+    std::fprintf(stderr, "rank %d: the operation returned (code %d); tearing the spanning set and group down\n", rank, code);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d threw: %s\n", rank, e.what());
     return 4;
   }
+  std::fprintf(stderr, "rank %d: torn down; carrying on with a set of its own\n", rank);
   // Carry on without the group: a set of this process's own on the same GPU.
-  const auto own = strata::device_set::repeat(0, 2);
-  strata::distributed_vector<std::int64_t> v(h, own);
-  if (strata::reduce(v) != sum) code = 6;
+  {
+    const auto own = strata::device_set::repeat(0, 2);
+    strata::distributed_vector<std::int64_t> v(h, own);
+    if (strata::reduce(v) != sum) code = 6;
+  }
+  std::fprintf(stderr, "rank %d: carried on; exiting with code %d\n", rank, code);
   return code;
 }
 
@@ -290,8 +301,10 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const char* names[] = {"sort", "reduce", "copy between layouts"};
   int thrown = 0;
-  for (int op = 0; op < 3; ++op)
+  bool hung = false;
+  for (int op = 0; op < 3 && !hung; ++op)
     for (const int at : {0, 500, 1000}) {
+      if (hung) break;
       const int victim = 1 + (op + at / 500) % 2;
       SCOPED_TRACE(std::string(names[op]) + ", rank " + std::to_string(victim) + " killed at " + std::to_string(at / 10) +
                    "% of its checked calls");
@@ -312,9 +325,10 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
         char* argv[] = {self.data(), filter.data(), nullptr};
         ASSERT_EQ(posix_spawn(&pids[static_cast<std::size_t>(r)], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
       }
-      // Wait for all three, at most 120 s: a survivor still running then is a hang.
+      // Wait for all three, at most 45 s (a survivor throws within its 3 s timeout): one still
+      // running then is a hang, and the scenarios after it are not run (the test stays bounded).
       std::vector<int> status(3, -1);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
       for (int left = 3; left > 0 && std::chrono::steady_clock::now() < deadline;) {
         for (int r = 0; r < 3; ++r)
           if (status[static_cast<std::size_t>(r)] == -1 && waitpid(pids[static_cast<std::size_t>(r)], &status[static_cast<std::size_t>(r)], WNOHANG) > 0) --left;
@@ -323,7 +337,8 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
       for (int r = 0; r < 3; ++r) {
         auto& st = status[static_cast<std::size_t>(r)];
         if (st == -1) {
-          ADD_FAILURE() << "rank " << r << " hung (killed after 120 s)";
+          ADD_FAILURE() << "rank " << r << " hung (killed after 45 s; its last words are above)";
+          hung = true;
           kill(pids[static_cast<std::size_t>(r)], SIGKILL);
           waitpid(pids[static_cast<std::size_t>(r)], &st, 0);
           continue;
@@ -341,5 +356,5 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
         thrown += code == 10 ? 1 : 0;
       }
     }
-  EXPECT_GT(thrown, 0) << "no survivor ever saw the death: the kill never landed mid-operation";
+  if (!hung) EXPECT_GT(thrown, 0) << "no survivor ever saw the death: the kill never landed mid-operation";
 }
