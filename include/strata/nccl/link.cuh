@@ -22,6 +22,7 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -347,6 +348,29 @@ void nccl_link::launch(const char* who, F&& enqueue) {
   }, timeout, who);
 }
 
+/// Destroys `comm` on a helper thread and waits at most `timeout` for it. ncclCommDestroy
+/// finalizes the communicator with the other ranks (NCCL does so inside it when ncclCommFinalize
+/// was not called), so a survivor whose peer died after the last collective can wait there
+/// forever, as vLLM met (vllm-project/vllm#39846) and as the rank-death test's survivors seem to
+/// (H100, 2026-12-07: they hung after a peer died at its last call of a sort; the teardown is the
+/// suspect, unconfirmed). Returns whether it finished; if not, the communicator is left to that
+/// thread (never freed) and the caller goes on.
+inline bool destroy_communicator(ncclComm_t comm, int device, std::chrono::milliseconds timeout) noexcept {
+  try {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> finished = done->get_future();
+    std::thread([comm, device, done] {
+      (void)cudaSetDevice(device);
+      (void)ncclCommDestroy(comm);
+      done->set_value();
+    }).detach();
+    return finished.wait_for(timeout) == std::future_status::ready;
+  } catch (...) {  // no thread could be made: destroy here
+    (void)ncclCommDestroy(comm);
+    return true;
+  }
+}
+
 inline nccl_link::~nccl_link() {
   drop_collective_graphs();  // (before the communicator goes: see abort)
   if (stream != nullptr) {
@@ -356,7 +380,7 @@ inline nccl_link::~nccl_link() {
   }
   free_buffers();
   if (hub != nullptr) hub->leave(hub_index);
-  if (owned && comm != nullptr && !aborted) (void)ncclCommDestroy(comm);
+  if (owned && comm != nullptr && !aborted) (void)destroy_communicator(comm, device_, timeout);
 }
 
 }  // namespace strata::detail
