@@ -432,3 +432,44 @@ TEST(TopK, MergeOfSortedListsTakesTheFirstKByKeyThenIndex) {
     }
   }
 }
+
+// count_owners spreads each owner bucket over owner_spread(buckets) histogram bins (a power of
+// two, at most 256, all bins within 2048) by the sample's position: for random indices into
+// random layouts, adding each bucket's bins gives exactly the per-owner counts of owner_of, and
+// neighbouring positions of one owner land in different bins.
+TEST(CountOwners, SpreadBinsAddUpToTheOwnersCounts) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 200; ++round) {
+    const std::size_t places = 1 + g() % 64;
+    std::vector<std::uint64_t> sizes(places);
+    for (auto& c : sizes) c = g() % 4 == 0 ? 0 : g() % 50;
+    std::uint64_t n = 0;
+    for (const auto c : sizes) n += c;
+    const strata::partition part = strata::partition::explicit_sizes(n, sizes);
+    const strata::detail::index_owners t(part);
+    const std::size_t buckets = places + 1;
+    const int spread = strata::detail::owner_spread(buckets);
+    ASSERT_GE(spread, 1);
+    ASSERT_EQ(spread & (spread - 1), 0) << "a power of two";
+    ASSERT_LE(spread, 256);
+    ASSERT_LE(static_cast<std::size_t>(spread) * buckets, std::size_t{2048});
+    std::vector<std::int64_t> idx(1 + g() % 300);
+    for (auto& x : idx) x = static_cast<std::int64_t>(g() % (part.size() + 20)) - 10;  // some out of range
+    const strata::detail::owner_of<std::int64_t> owner{t};
+    const strata::detail::spread_owner_key<std::int64_t, strata::detail::owner_of<std::int64_t>> key{idx.data(), owner, spread};
+    std::vector<std::uint64_t> bins(buckets * static_cast<std::size_t>(spread), 0), want(buckets, 0);
+    for (std::uint64_t j = 0; j < idx.size(); ++j) {
+      const int b = key(j);
+      ASSERT_GE(b, 0);
+      ASSERT_LT(static_cast<std::size_t>(b), bins.size());
+      ++bins[static_cast<std::size_t>(b)];
+      ++want[owner(idx[j])];
+      if (j > 0 && spread > 1 && owner(idx[j]) == owner(idx[j - 1])) EXPECT_NE(b, key(j - 1));
+    }
+    for (std::size_t b = 0; b < buckets; ++b) {
+      std::uint64_t sum = 0;
+      for (int s = 0; s < spread; ++s) sum += bins[b * static_cast<std::size_t>(spread) + static_cast<std::size_t>(s)];
+      EXPECT_EQ(sum, want[b]) << "bucket " << b << " of " << buckets;
+    }
+  }
+}
