@@ -87,6 +87,10 @@ struct radix_prefix {
 /// Bits per histogram pass (2048 bins).
 inline constexpr int top_k_digit_bits = 11;
 
+/// The radix select stops once the bucket holding the k-th element has at most this many
+/// elements: each place's candidates are then at most the elements below it plus this many.
+inline std::uint64_t top_k_bucket_limit(std::uint64_t k) { return std::max<std::uint64_t>(std::uint64_t{1} << 16, k); }
+
 /// The histogram sample of an element: the next `width` bits of its key where its top bits are
 /// the prefix, `bins` (outside the histogram's levels, so not counted) elsewhere.
 template <class T>
@@ -186,7 +190,7 @@ std::pair<radix_prefix<radix_unsigned_t<T>>, std::uint64_t> top_k_prefix(const c
   using U = radix_unsigned_t<T>;
   radix_prefix<U> at;
   std::uint64_t need = k;  // still needed from the elements whose key has the prefix
-  const std::uint64_t small = std::max<std::uint64_t>(std::uint64_t{1} << 16, k);
+  const std::uint64_t small = top_k_bucket_limit(k);
   std::vector<unsigned long long> hist;
   while (at.decided < at.bits) {
     const int width = std::min(top_k_digit_bits, at.bits - at.decided);
@@ -239,8 +243,9 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
   const bool one_value = at.decided == at.bits;
   const std::uint64_t equal_cap = k - below;
   // Candidates per place: all below (at most `below`), and those at the prefix (at most the
-  // bucket, bounded by the pass loop, or equal_cap). Scratch per place: positions and keys, twice.
-  const std::uint64_t room = below + std::max<std::uint64_t>(equal_cap, std::uint64_t{1} << 16) + k;
+  // bucket, bounded by the pass loop, or equal_cap <= k). Scratch per place: positions and keys,
+  // twice, and k values.
+  const std::uint64_t room = below + top_k_bucket_limit(k);
   const auto scratch_of = [&](place_state& p, std::uint64_t count) {
     const std::uint64_t m = std::min(count, room);
     const std::size_t pos_bytes = (m * sizeof(std::uint64_t) + 255) / 256 * 256;
@@ -275,16 +280,16 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
     });
   });
   // Sort each place's candidates and bring its first k to the host.
-  std::vector<std::uint64_t> taken(part.places(), 0), at_entry(part.places() + 1, 0);
+  std::vector<std::uint64_t> candidates(part.places(), 0), taken(part.places(), 0), at_entry(part.places() + 1, 0);
   for (std::size_t i = 0; i < part.places(); ++i) {
-    const std::uint64_t m = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
-    taken[i] = s.local(i) ? std::min(m, k) : 0;
+    candidates[i] = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
+    taken[i] = s.local(i) ? std::min(candidates[i], k) : 0;
     at_entry[i + 1] = at_entry[i] + taken[i];
   }
   const std::size_t entry_bytes = sizeof(U) + sizeof(std::uint64_t) + sizeof(T);
   char* host = reinterpret_cast<char*>(s.host_words((at_entry.back() * entry_bytes + 7) / 8 + 1));
   for_each_segment(s, part, [&](std::size_t i, place_state& p) {
-    const std::uint64_t m = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
+    const std::uint64_t m = candidates[i];
     if (m == 0) return;
     const auto seg = r.segment_at(i);
     const auto b = scratch_of(p, seg.count);
