@@ -101,8 +101,8 @@ class active_place_scope {
 };
 
 #ifdef STRATA_ENABLE_FAULT_INJECTION
-/// Where an injected failure may land: any checked CUDA call (STRATA_CUDA_CHECK, which includes
-/// the pinned allocations), or only Strata's own device and pinned allocations.
+/// Where an injected failure may land: any checked CUDA call (STRATA_CUDA_CHECK, and Strata's
+/// own device and pinned allocations), or only those allocations.
 enum class fault_site { any_call, allocation };
 
 /// Test-only (compiled with STRATA_ENABLE_FAULT_INJECTION): makes the Nth checked CUDA call (or
