@@ -187,16 +187,18 @@ TEST(RankVerdict, TheOthersThrowTheSameKind) {
 
 // ---- moving by owner (detail/by_index.cuh): the host-callable parts ---------------------------
 
-// index_owners::owner over partitions with empty places, against partition::owner; owner_of's
-// out-of-range bucket for negative indices and indices at or past the end.
+// owner_lookup::owner over a partition's offset_table (empty places too), against
+// partition::owner; owner_of's out-of-range bucket for negative indices and indices at or past the
+// end; segment_lookup's element of a global index in a segment_table.
 TEST(ByIndex, OwnersOfGlobalIndices) {
-  using strata::detail::index_owners;
+  using strata::detail::owner_lookup;
   using strata::detail::owner_of;
   for (const auto& sizes : std::vector<std::vector<std::uint64_t>>{{5}, {0, 3, 0, 4, 0}, {1, 1, 1}, {0, 0, 9}, {7, 0}}) {
     std::uint64_t n = 0;
     for (auto c : sizes) n += c;
     const auto part = strata::partition_policy::explicit_sizes(sizes).apply(n, sizes.size());
-    const index_owners t(part);
+    const std::vector<std::uint64_t> words = strata::detail::offset_table(part);
+    const owner_lookup t{words.data(), static_cast<int>(part.places())};
     EXPECT_EQ(t.size(), n);
     for (std::uint64_t g = 0; g < n; ++g) EXPECT_EQ(static_cast<std::size_t>(t.owner(g)), part.owner(g)) << g;
     const owner_of<std::int64_t> of{t};
@@ -206,6 +208,15 @@ TEST(ByIndex, OwnersOfGlobalIndices) {
     if (n > 0) EXPECT_EQ(of(static_cast<std::int64_t>(n - 1)), part.owner(n - 1));
     const owner_of<std::uint32_t> of32{t};
     EXPECT_EQ(of32(0xffffffffu), sizes.size());
+    // The same layout's segments on the host, each holding its global indices.
+    std::vector<std::vector<std::uint64_t>> segs(sizes.size());
+    std::vector<std::uint64_t> table = words;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      for (std::uint64_t j = 0; j < sizes[i]; ++j) segs[i].push_back(part.offset(i) + j);
+      table.push_back(static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(segs[i].data())));
+    }
+    const strata::detail::segment_lookup<const std::uint64_t> at{{table.data(), static_cast<int>(part.places())}};
+    for (std::uint64_t g = 0; g < n; ++g) EXPECT_EQ(at[g], g);
   }
 }
 
@@ -261,18 +272,25 @@ TEST(ByIndex, OwnerPiecesCoverEveryEntryOnce) {
 template <strata::detail::search_kind Kind>
 std::uint64_t search_on_host(const std::vector<int>& data, const std::vector<std::uint64_t>& sizes, int q) {
   using namespace strata::detail;
-  search_owner<int, cuda::std::less<>, Kind> owner{{}, {}, 0, {}};
   std::vector<std::uint64_t> offset;
+  std::vector<int> firsts;
+  std::vector<std::uint8_t> places;
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     offset.push_back(at);
     if (sizes[i] > 0) {
-      owner.first[owner.count] = data[at];
-      owner.place[owner.count] = static_cast<std::uint8_t>(i);
-      ++owner.count;
+      firsts.push_back(data[at]);
+      places.push_back(static_cast<std::uint8_t>(i));
     }
     at += sizes[i];
   }
+  // As a query place's lookup table holds them (append_table), read back through it.
+  std::vector<std::uint64_t> table{0, 1, 2};  // (an odd start: the values begin at 16 bytes)
+  const std::size_t first_at = append_table(table, firsts), place_at = append_table(table, places);
+  const search_owner<int, cuda::std::less<>, Kind> owner{reinterpret_cast<const int*>(table.data() + first_at),
+                                                         reinterpret_cast<const std::uint8_t*>(table.data() + place_at),
+                                                         static_cast<int>(firsts.size()),
+                                                         {}};
   const int o = owner(q);
   return search_segment<int, cuda::std::less<>, Kind>(data.data() + offset[o], sizes[o], offset[o], q, owner.comp);
 }
@@ -446,7 +464,8 @@ TEST(CountOwners, SpreadBinsAddUpToTheOwnersCounts) {
     std::uint64_t n = 0;
     for (const auto c : sizes) n += c;
     const strata::partition part = strata::partition::explicit_sizes(n, sizes);
-    const strata::detail::index_owners t(part);
+    const std::vector<std::uint64_t> words = strata::detail::offset_table(part);
+    const strata::detail::owner_lookup t{words.data(), static_cast<int>(part.places())};
     const std::size_t buckets = places + 1;
     const int spread = strata::detail::owner_spread(buckets);
     ASSERT_GE(spread, 1);

@@ -30,7 +30,7 @@ namespace detail {
 /// gather's direct read: the element at global index x of the source.
 template <class T, class I>
 struct read_at {
-  indexed_segments<const T> src;
+  segment_lookup<const T> src;
   __host__ __device__ T operator()(I x) const { return src[static_cast<std::uint64_t>(x)]; }
 };
 
@@ -39,7 +39,7 @@ template <class T, class I>
 struct write_at {
   const T* src;
   const I* map;
-  indexed_segments<T> dst;
+  segment_lookup<T> dst;
   __host__ __device__ void operator()(std::uint64_t k) const { dst[static_cast<std::uint64_t>(map[k])] = src[k]; }
 };
 
@@ -90,12 +90,13 @@ void gather(const Map& map_r, const Src& src_r, Dst&& dst_r) {
   const distributed_span<const T> src = detail::as_span(src_r);
   const distributed_span<T> dst = detail::as_span(dst_r);
   detail::require_by_index<I>(name, map, dst, src, src, dst);
-  const detail::read_at<T, I> read{detail::indexed_segments<const T>(src)};
   detail::move_by_index(
-      name, map, src.partition(), sizeof(T),
-      [&](std::size_t i, detail::place_state& p) {  // direct: each place reads the owners' segments
+      name, map, src,
+      [&](std::size_t i, detail::place_state& p, const detail::segment_lookup<const T>& owners) {
+        // direct: each place reads the owners' segments
         STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(map.segment_at(i).data, dst.segment_at(i).data,
-                                                          map.segment_at(i).count, read, p.stream()));
+                                                          map.segment_at(i).count, detail::read_at<T, I>{owners},
+                                                          p.stream()));
       },
       [&](detail::set_state& s, detail::owner_requests& r) {  // bucketed: indices out, values back
         detail::exchange(s, detail::const_pointers(r.payload), s, r.served, sizeof(std::uint64_t), r.to_owners);
@@ -133,13 +134,13 @@ void scatter(const Src& src_r, const Map& map_r, Dst&& dst_r) {
   const distributed_span<const I> map = detail::as_span(map_r);
   const distributed_span<T> dst = detail::as_span(dst_r);
   detail::require_by_index<I>(name, map, src, dst, src, dst);
-  const detail::indexed_segments<T> out(dst);
   detail::move_by_index(
-      name, map, dst.partition(), sizeof(T),
-      [&](std::size_t i, detail::place_state& p) {  // direct: each place writes the owners' segments
-        STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(map.segment_at(i).count,
-                                               detail::write_at<T, I>{src.segment_at(i).data, map.segment_at(i).data, out},
-                                               p.stream()));
+      name, map, dst,
+      [&](std::size_t i, detail::place_state& p, const detail::segment_lookup<T>& owners) {
+        // direct: each place writes the owners' segments
+        STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+            map.segment_at(i).count, detail::write_at<T, I>{src.segment_at(i).data, map.segment_at(i).data, owners},
+            p.stream()));
       },
       [&](detail::set_state& s, detail::owner_requests& r) {  // bucketed: indices and values out
         detail::for_each_segment(s, map.partition(), [&](std::size_t i, detail::place_state& p) {

@@ -31,16 +31,16 @@ namespace detail {
 
 enum class search_kind { lower, upper, contains };
 
-/// The first elements of a sorted range's non-empty segments, by value for kernels, and the
-/// place each belongs to: the owner of a query is the segment its answer lies in. For lower_bound,
+/// The first elements of a sorted range's non-empty segments and the place each belongs to (in a
+/// place's lookup table, or any memory): the owner of a query is the segment its answer lies in. For lower_bound,
 /// the last segment whose first element is below the query (elements before it all are); for
 /// upper_bound and binary_search, the last whose first element is not above it (if the query is
 /// present at all, it is present there). With none, the first segment (the answer is then 0, or
 /// not found).
 template <class T, class Comp, search_kind Kind>
 struct search_owner {
-  T first[max_places];
-  std::uint8_t place[max_places];
+  const T* first;
+  const std::uint8_t* place;
   int count;
   Comp comp;
   __host__ __device__ std::uint8_t operator()(const T& q) const {
@@ -79,10 +79,10 @@ __host__ __device__ std::uint64_t search_segment(const T* data, std::uint64_t co
 template <class T, class Comp, search_kind Kind>
 struct search_direct {
   search_owner<T, Comp, Kind> owner;
-  indexed_segments<const T> sorted;
+  segment_lookup<const T> sorted;
   __host__ __device__ std::uint64_t operator()(const T& q) const {
     const int o = owner(q);
-    return search_segment<T, Comp, Kind>(sorted.data[o], sorted.t.offset[o + 1] - sorted.t.offset[o], sorted.t.offset[o], q,
+    return search_segment<T, Comp, Kind>(sorted.data(o), sorted.t.offset[o + 1] - sorted.t.offset[o], sorted.t.offset[o], q,
                                          owner.comp);
   }
 };
@@ -170,29 +170,38 @@ void search_impl(const char* name, const Sorted& sorted_r, const Queries& querie
     });
     return;
   }
-  search_owner<T, Comp, Kind> owner{{}, {}, 0, comp};  // (a lambda's closure has no default constructor)
+  // Every query place's lookup table: the sorted range's segment_table, its segments' first
+  // elements, their places.
+  std::vector<std::uint64_t> table = segment_table(sorted);
+  int count = 0;
+  std::size_t first_at = 0, place_at = 0;
   {
     std::vector<T> firsts;
     std::vector<std::uint8_t> places;
     segment_firsts(s, sorted, firsts, places);
-    owner.count = static_cast<int>(firsts.size());
-    for (std::size_t j = 0; j < firsts.size(); ++j) {
-      owner.first[j] = firsts[j];
-      owner.place[j] = places[j];
-    }
+    count = static_cast<int>(firsts.size());
+    first_at = append_table(table, firsts);
+    place_at = append_table(table, places);
   }
-  const std::size_t owners = sorted.partition().places();
-  const std::vector<std::uint64_t> counts = count_owners(s, queries, owners, owner);
-  if (owners_reached(s, queries.partition(), sorted.partition())) {
-    const search_direct<T, Comp, Kind> search{owner, indexed_segments<const T>(sorted)};
-    with_direct_access(s, queries.partition(), sorted.partition(), [&](std::size_t i, place_state& p) {
+  for_each_segment(s, queries.partition(), [&](std::size_t, place_state& p) { (void)upload_table(p, table); });
+  const auto owner_at = [&](place_state& p) {
+    const std::uint64_t* t = p.lookup_table();
+    return search_owner<T, Comp, Kind>{reinterpret_cast<const T*>(t + first_at),
+                                       reinterpret_cast<const std::uint8_t*>(t + place_at), count, comp};
+  };
+  const partition& owners_part = sorted.partition();
+  if (owners_reached(s, queries.partition(), owners_part)) {  // no counts needed: nothing moves
+    with_direct_access(s, queries.partition(), owners_part, [&](std::size_t i, place_state& p) {
+      const search_direct<T, Comp, Kind> search{owner_at(p), {{p.lookup_table(), static_cast<int>(owners_part.places())}}};
       STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(queries.segment_at(i).data, out.segment_at(i).data,
                                                         queries.segment_at(i).count, search, p.stream()));
     });
     return;
   }
+  const std::size_t owners = owners_part.places();
+  const std::vector<std::uint64_t> counts = count_owners(s, queries, owners, owner_at);
   owner_requests r = request_owners(
-      name, s, queries, owner, owners, counts, sizeof(T), sizeof(std::uint64_t),
+      name, s, queries, owner_at, owners, counts, sizeof(T), sizeof(std::uint64_t),
       [&](std::size_t i, place_state& p, const std::uint64_t* pos, const std::uint8_t*, void* payload) {
         STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(pos, static_cast<T*>(payload), queries.segment_at(i).count,
                                                           read_local<T>{queries.segment_at(i).data}, p.stream()));
@@ -220,8 +229,9 @@ void search_impl(const char* name, const Sorted& sorted_r, const Queries& querie
 /// vectorised form. `sorted` must be sorted by `comp` across its whole range (strata::sort leaves
 /// it so; otherwise the answers are unspecified). `queries` may have any layout on the same
 /// device_set; `out` (integers) shares the queries' layout. Elements of at most 16 bytes. Waits
-/// twice (the host reads the segments' first elements, then the count of queries per owning
-/// segment); the searches are enqueued after that and not waited for. Where every place reaches
+/// once where every place reaches every other's memory (the host reads the segments' first
+/// elements), twice elsewhere (then the count of queries per owning segment); the searches are
+/// enqueued after that and not waited for. Where every place reaches
 /// every other's memory, each query place searches the owners' segments with one kernel; else the
 /// queries travel to their owners through the exchange (host staging, NCCL across ranks) and the
 /// answers come back, in the places' cached scratch (about 26 + sizeof(T) bytes per query).

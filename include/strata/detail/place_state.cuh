@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace strata::detail {
@@ -46,7 +47,7 @@ class place_state {
       }
     }
     (void)cudaStreamSynchronize(stream_);
-    for (void* p : {temp_, scratch_})
+    for (void* p : {temp_, scratch_, lookup_})
       if (p != nullptr) {
         (void)cudaFree(p);
         counters().device_frees.fetch_add(1, std::memory_order_relaxed);
@@ -91,26 +92,29 @@ class place_state {
   /// a segment (sort), kept and reused like the temp storage, so that repeated calls allocate
   /// nothing and `nosync` calls need not wait to free it. Growing waits for the stream first.
   /// release_cached() frees it. Call with the place's device current.
-  void* scratch(std::size_t bytes) {
-    if (bytes <= scratch_bytes_) return scratch_;
-    synchronize();
-    device_free(device_, scratch_);
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    scratch_ = device_allocate(device_, bytes);
-    scratch_bytes_ = bytes;
-    return scratch_;
+  void* scratch(std::size_t bytes) { return cached(scratch_, scratch_bytes_, bytes); }
+
+  /// Device memory of at least `words` 64-bit words for the small tables that kernels index by a
+  /// computed position (a partition's offsets, its segments' pointers: detail/by_index.cuh's
+  /// upload_table), kept and reused like the scratch. Such a table must not travel by value in a
+  /// functor: indexing it there makes every thread copy the whole functor into local memory.
+  std::uint64_t* lookup_table(std::size_t words) {
+    return static_cast<std::uint64_t*>(cached(lookup_, lookup_bytes_, words * sizeof(std::uint64_t)));
   }
+  /// The lookup table as last uploaded (null before the first).
+  const std::uint64_t* lookup_table() const noexcept { return static_cast<const std::uint64_t*>(lookup_); }
+
   std::size_t scratch_bytes() const noexcept { return scratch_bytes_; }
 
-  /// Frees the cached temp storage and scratch after waiting for the stream. Call with the
+  /// Frees the cached temp storage, scratch and lookup table after waiting for the stream. Call with the
   /// place's device current.
   void release_cached() {
     synchronize();
     device_free(device_, temp_);
     device_free(device_, scratch_);
-    temp_ = scratch_ = nullptr;
-    temp_bytes_ = scratch_bytes_ = 0;
+    device_free(device_, lookup_);
+    temp_ = scratch_ = lookup_ = nullptr;
+    temp_bytes_ = scratch_bytes_ = lookup_bytes_ = 0;
   }
 
   std::size_t temp_storage_bytes() const noexcept { return temp_bytes_; }
@@ -133,6 +137,20 @@ class place_state {
   bool capturing = false;
 
  private:
+  // A buffer of at least `bytes` in `buf` (holding `have`): kept if large enough, else freed after
+  // the stream's queued work and allocated anew.
+  void* cached(void*& buf, std::size_t& have, std::size_t bytes) {
+    if (bytes <= have) return buf;
+    if (capturing) throw capture_abort{};  // cannot synchronise or allocate inside a capture
+    synchronize();
+    device_free(device_, buf);
+    buf = nullptr;
+    have = 0;
+    buf = device_allocate(device_, bytes);
+    have = bytes;
+    return buf;
+  }
+
   cudaEvent_t lazy_event(std::size_t k) {
     if (k >= lazy_events_.size()) lazy_events_.resize(k + 1, nullptr);
     if (lazy_events_[k] == nullptr)
@@ -149,6 +167,8 @@ class place_state {
   std::size_t temp_bytes_ = 0;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  void* lookup_ = nullptr;
+  std::size_t lookup_bytes_ = 0;
 };
 
 }  // namespace strata::detail
