@@ -423,6 +423,51 @@ TEST(TopK, KeyImageOrdersAsSortsRadixPath) {
 
 // merge_top_k against sorting everything: random sorted lists with repeated keys, the first k of
 // their union by (key, index), for k below, at and above the total.
+// The sample pass's plan and threshold on the host: for random partitions (empty places too),
+// sizes and k (1 up to n, past the sample limit too), the chunks lie inside their segments, do not
+// overlap, number at least k in all, and the k-th smallest of their minima is reached by at least k
+// elements of random data, of ascending data, and of data with many repeats (so the k smallest
+// elements are all at or below it).
+TEST(TopK, SampleThresholdIsReachedByAtLeastKElements) {
+  std::mt19937_64 g(std::random_device{}());
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t places = 1 + g() % 8;
+    std::vector<std::uint64_t> sizes(places);
+    for (auto& c : sizes) c = g() % 4 == 0 ? 0 : g() % (round % 3 == 0 ? 200000 : 3000);
+    std::uint64_t n = 0;
+    for (const auto c : sizes) n += c;
+    if (n == 0) continue;
+    const std::uint64_t k = 1 + (round % 5 == 0 ? g() % n : g() % std::min<std::uint64_t>(n, 5000));
+    std::vector<std::uint32_t> data(n);
+    for (std::uint64_t i = 0; i < n; ++i)
+      data[i] = round % 4 == 0 ? static_cast<std::uint32_t>(i) : round % 4 == 1 ? static_cast<std::uint32_t>(g() % 7)
+                                                                              : static_cast<std::uint32_t>(g());
+    std::vector<std::uint32_t> minima;
+    std::uint64_t offset = 0, chunks = 0;
+    for (std::size_t i = 0; i < places; ++i) {
+      const auto c = strata::detail::top_k_sample_plan(sizes[i], n, k);
+      if (sizes[i] == 0) EXPECT_EQ(c.count, 0u);
+      if (c.count > 0) {
+        ASSERT_GE(c.length, 1u);
+        ASSERT_LE(c.length, c.stride) << "chunks overlap";
+        ASSERT_LE(c.count * c.stride, sizes[i]) << "a chunk leaves its segment";
+      }
+      for (std::uint64_t j = 0; j < c.count; ++j) {
+        std::uint32_t m = ~0u;
+        for (std::uint64_t e = j * c.stride; e < j * c.stride + c.length; ++e) m = std::min(m, data[offset + e]);
+        minima.push_back(m);
+      }
+      chunks += c.count;
+      offset += sizes[i];
+    }
+    ASSERT_GE(chunks, k) << "fewer chunks than k";
+    std::nth_element(minima.begin(), minima.begin() + static_cast<std::ptrdiff_t>(k - 1), minima.end());
+    const std::uint32_t threshold = minima[k - 1];
+    const auto reached = static_cast<std::uint64_t>(std::count_if(data.begin(), data.end(), [&](std::uint32_t x) { return x <= threshold; }));
+    EXPECT_GE(reached, k) << "round " << round << ": n " << n << ", k " << k;
+  }
+}
+
 TEST(TopK, MergeOfSortedListsTakesTheFirstKByKeyThenIndex) {
   using entry = strata::detail::top_k_entry<std::int32_t>;
   std::mt19937_64 g(std::random_device{}());

@@ -1,10 +1,10 @@
 // gather and scatter: elements moved by global index between ranges of one device_set, laid out
-// alike or not. Every place first counts its map's indices per owning place (one CUB histogram,
-// which also checks every index: an index out of range throws before anything is written). Where
-// every place reaches every other's memory, a kernel on each place then reads (gather) or writes
-// (scatter) the owners' segments directly; elsewhere (host staging, sets spanning processes) the
-// indices are bucketed by owner and travel, with the values, through the one exchange
-// (detail/by_index.cuh).
+// alike or not. Every index is checked first (an index out of range throws before anything is
+// written). Where every place reaches every other's memory, one CUB reduction per place counts
+// the bad indices, then a kernel on each place reads (gather) or writes (scatter) the owners'
+// segments directly; elsewhere (host staging, sets spanning processes) each place counts its
+// indices per owning place (one CUB histogram, which checks them too), and they are bucketed by
+// owner and travel, with the values, through the one exchange (detail/by_index.cuh).
 #pragma once
 
 #include <strata/detail/by_index.cuh>
@@ -66,8 +66,8 @@ void require_by_index(const char* name, const M& map, const A& indexed, const B&
 /// and `dst` share one layout (size, device_set and partition); `src` is any range on the same
 /// device_set (its own partition, any size). Every index must lie in [0, src.size()): else
 /// std::out_of_range is thrown with nothing written. Waits once (the host reads every place's count
-/// of indices per owning place, which also checks them); the moves are enqueued after it and not
-/// waited for. Where every place reaches every other's memory directly (one process; one device or
+/// of bad indices, or of indices per owning place where they must travel); the moves are enqueued
+/// after it and not waited for. Where every place reaches every other's memory directly (one process; one device or
 /// peer access), each place reads the owners' segments with one kernel; elsewhere each place sorts
 /// its entries by owner (a one-byte CUB radix sort) and the indices and the values travel through
 /// the exchange (host staging, or NCCL across ranks), in the places' cached scratch (about

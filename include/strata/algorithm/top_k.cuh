@@ -1,5 +1,13 @@
 // Selection: top_k, the k smallest or largest elements of a range with their global indices.
-// A radix select over the whole range, then a sort of the few candidates per place:
+// A threshold that at least k elements reach, then a sort of the few candidates per place:
+//  0. For k up to 2^16, a sample pass: every place reduces strided chunks of its segment (about
+//     4k / (k + max(2^16, k)) of it, e.g. 1/16 for k = 1024) to their minimum keys
+//     (cub::DeviceSegmentedReduce); the k-th smallest of all places' minima, found on the host
+//     (across ranks after the per-place counts' all-gather), is a key that at least k elements
+//     reach (the k chunks with the smallest minima hold k distinct such elements), and for data
+//     in no adversarial order few more. Every place selects the elements at or below it
+//     (cub::DeviceSelect::If, capped); if a place has more than its room (adversarial order, many
+//     equal keys), the radix select below decides instead.
 //  1. Histograms of the next 11 bits of the elements' order-preserving unsigned image (sort's
 //     radix order), counted by cub::DeviceHistogram on every place and added by the array fold
 //     (on the root, across ranks too), narrow down the digit prefix of the k-th element, pass by
@@ -25,6 +33,7 @@
 #include <cub/device/device_for.cuh>
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_segmented_reduce.cuh>
 #include <cub/device/device_select.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
@@ -34,6 +43,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <queue>
@@ -120,16 +130,76 @@ struct top_k_candidate {
   }
 };
 
-/// Output of the selection of elements equal to a one-value prefix: the first `cap` go after the
-/// `*base` candidates below it (base: the first selection's count, in pinned host memory).
+/// Output of a capped selection: the first `cap` selected go after the `*base` candidates already
+/// there (base: an earlier selection's count, in pinned host memory; null for none).
 struct capped_after {
   std::uint64_t* out;
   const std::uint64_t* base;
   std::uint64_t cap;
   template <class Index>
   __host__ __device__ void operator()(Index i, std::uint64_t position) const {
-    if (static_cast<std::uint64_t>(i) < cap) out[*base + static_cast<std::uint64_t>(i)] = position;
+    if (static_cast<std::uint64_t>(i) < cap) out[(base != nullptr ? *base : 0) + static_cast<std::uint64_t>(i)] = position;
   }
+};
+
+/// The largest k for which top_k tries the sample pass first.
+inline constexpr std::uint64_t top_k_sample_k_limit = std::uint64_t{1} << 16;
+
+/// The sample pass's chunks on one place: `count` chunks of `length` elements, `stride` apart.
+struct top_k_chunks {
+  std::uint64_t count = 0, stride = 0, length = 0;
+};
+
+/// The sample pass's chunks for a place of `n_i` of the range's `n` elements: the places together
+/// have about max(4k, 4096) chunks (at least k in all, since k <= n), in proportion to their
+/// elements; a chunk covers about 4k / (k + max(2^16, k)) of its stride, so that the elements at or
+/// below the threshold are expected to be about a quarter of the room. Pure host code.
+inline top_k_chunks top_k_sample_plan(std::uint64_t n_i, std::uint64_t n, std::uint64_t k) {
+  top_k_chunks c;
+  if (n_i == 0) return c;
+  const std::uint64_t total = std::max<std::uint64_t>(4 * k, 4096);
+  const auto want = static_cast<std::uint64_t>(
+      std::ceil(static_cast<long double>(total) * static_cast<long double>(n_i) / static_cast<long double>(n)));
+  c.count = std::min<std::uint64_t>(n_i, std::max<std::uint64_t>(want, 1));
+  c.stride = n_i / c.count;
+  const long double share = std::min<long double>(1.0L, 4.0L * static_cast<long double>(k) /
+                                                           static_cast<long double>(k + top_k_bucket_limit(k)));
+  c.length = std::min<std::uint64_t>(
+      c.stride, std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(share * static_cast<long double>(c.stride)))));
+  return c;
+}
+
+/// The first (`length` 0) or one-past-last element of sample chunk j.
+struct top_k_chunk_edge {
+  std::uint64_t stride, length;
+  __host__ __device__ std::uint64_t operator()(std::uint64_t j) const { return j * stride + length; }
+};
+
+/// The smaller of two keys.
+struct key_min {
+  template <class U>
+  __host__ __device__ U operator()(const U& a, const U& b) const {
+    return b < a ? b : a;
+  }
+};
+
+/// Word j * places + i of pinned host memory: chunk j's minimum on place i.
+struct strided_word {
+  std::uint64_t* words;
+  std::size_t places;
+  template <class Index, class U>
+  __host__ __device__ void operator()(Index j, U key) const {
+    words[static_cast<std::size_t>(j) * places] = static_cast<std::uint64_t>(key);
+  }
+};
+
+/// Selection test of the sample path: the element's key is at most the threshold.
+template <class T>
+struct key_at_most {
+  const T* data;
+  radix_key<T> key;
+  radix_unsigned_t<T> threshold;
+  __host__ __device__ bool operator()(std::uint64_t i) const { return key(data[i]) <= threshold; }
 };
 
 /// keys[j] = key(data[positions[j]]).
@@ -180,6 +250,40 @@ std::vector<top_k_entry<T>> merge_top_k(const std::vector<std::vector<top_k_entr
     if (c.second + 1 < lists[c.first].size()) heads.push({c.first, c.second + 1});
   }
   return out;
+}
+
+/// The sample pass (step 0 at the top of this file): a key that at least k elements of `r` reach
+/// (the k-th smallest of the places' chunk minima), the same on every rank. One host wait.
+template <class T, class S>
+radix_unsigned_t<T> top_k_sample_threshold(set_state& s, const S& r, std::uint64_t k, bool largest) {
+  using U = radix_unsigned_t<T>;
+  const partition& part = r.partition();
+  const std::size_t places = part.places();
+  std::vector<top_k_chunks> plan(places);
+  std::uint64_t most = 0;
+  for (std::size_t i = 0; i < places; ++i) {
+    plan[i] = top_k_sample_plan(part.count(i), r.size(), k);
+    most = std::max(most, plan[i].count);
+  }
+  const std::vector<std::uint64_t> minima = kept_counts(s, part, most, [&](std::uint64_t* words) {
+    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+      const top_k_chunks c = plan[i];
+      const auto keys = thrust::make_transform_iterator(r.segment_at(i).data, radix_key<T>{largest});
+      const thrust::counting_iterator<std::uint64_t> chunk(0);
+      const auto begins = thrust::make_transform_iterator(chunk, top_k_chunk_edge{c.stride, 0});
+      const auto ends = thrust::make_transform_iterator(chunk, top_k_chunk_edge{c.stride, c.length});
+      const tabulate_output<strided_word, U> out{{words + i, places}, 0};
+      run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceSegmentedReduce::Reduce(temp, bytes, keys, out, static_cast<int>(c.count), begins, ends,
+                                                  key_min{}, static_cast<U>(~U{0}), p.stream());
+      });
+    });
+  });
+  std::vector<U> all;
+  for (std::size_t i = 0; i < places; ++i)
+    for (std::uint64_t j = 0; j < plan[i].count; ++j) all.push_back(static_cast<U>(minima[j * places + i]));
+  std::nth_element(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k - 1), all.end());
+  return all[k - 1];
 }
 
 /// The radix select's pass 1 (see the top of this file): the prefix of the k-th element's key and
@@ -236,16 +340,10 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
   set_state& s = scope.state();
   const partition& part = r.partition();
   const radix_key<T> key{largest};
-  const auto found = top_k_prefix<T>(name, s, r, k, largest);
-  const radix_prefix<U> at = found.first;  // (not a structured binding: lambdas capture it below)
-  const std::uint64_t below = found.second;
-  // One value left (every bit decided): of the elements equal to it, at most k - below per place.
-  const bool one_value = at.decided == at.bits;
-  const std::uint64_t equal_cap = k - below;
-  // Candidates per place: all below (at most `below`), and those at the prefix (at most the
-  // bucket, bounded by the pass loop, or equal_cap <= k). Scratch per place: positions and keys,
-  // twice, and k values.
-  const std::uint64_t room = below + top_k_bucket_limit(k);
+  // Candidates per place: at most `room` (the sample path's cap; the radix path's are at most the
+  // elements below the bucket, < k, plus the bucket, bounded by the pass loop, or equal_cap <= k).
+  // Scratch per place: positions and keys, twice, and k values.
+  const std::uint64_t room = k + top_k_bucket_limit(k);
   const auto scratch_of = [&](place_state& p, std::uint64_t count) {
     const std::uint64_t m = std::min(count, room);
     const std::size_t pos_bytes = (m * sizeof(std::uint64_t) + 255) / 256 * 256;
@@ -260,29 +358,53 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
         reinterpret_cast<T*>(base + 2 * pos_bytes + 2 * key_bytes)};
     return b;
   };
-  const std::vector<std::uint64_t> counts = kept_counts(s, part, 2, [&](std::uint64_t* words) {
-    for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+  const thrust::counting_iterator<std::uint64_t> positions(0);
+  std::vector<std::uint64_t> candidates(part.places(), 0);
+  bool sampled = false;
+  if (k <= top_k_sample_k_limit) {  // step 0: every element at or below the sample's threshold
+    const U threshold = top_k_sample_threshold<T>(s, r, k, largest);
+    candidates = kept_counts(s, part, [&](std::size_t i, place_state& p, std::uint64_t* count) {
       const auto seg = r.segment_at(i);
       const auto b = scratch_of(p, seg.count);
-      const thrust::counting_iterator<std::uint64_t> positions(0);
-      const auto n = static_cast<std::int64_t>(seg.count);
-      std::uint64_t* first_count = words + i;
+      const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, nullptr, room}, 0};
       run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceSelect::If(temp, bytes, positions, b.pos, first_count, n,
-                                     top_k_candidate<T>{seg.data, key, at, one_value, false}, p.stream());
-      });
-      if (!one_value) return;
-      const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, first_count, equal_cap}, 0};
-      run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceSelect::If(temp, bytes, positions, sink, words + part.places() + i, n,
-                                     top_k_candidate<T>{seg.data, key, at, false, true}, p.stream());
+        return cub::DeviceSelect::If(temp, bytes, positions, sink, count, static_cast<std::int64_t>(seg.count),
+                                     key_at_most<T>{seg.data, key, threshold}, p.stream());
       });
     });
-  });
+    sampled = std::all_of(candidates.begin(), candidates.end(), [&](std::uint64_t c) { return c <= room; });
+  }
+  if (!sampled) {  // steps 1 and 2: the radix select
+    const auto found = top_k_prefix<T>(name, s, r, k, largest);
+    const radix_prefix<U> at = found.first;  // (not a structured binding: lambdas capture it below)
+    const std::uint64_t below = found.second;
+    // One value left (every bit decided): of the elements equal to it, at most k - below per place.
+    const bool one_value = at.decided == at.bits;
+    const std::uint64_t equal_cap = k - below;
+    const std::vector<std::uint64_t> counts = kept_counts(s, part, 2, [&](std::uint64_t* words) {
+      for_each_segment(s, part, [&](std::size_t i, place_state& p) {
+        const auto seg = r.segment_at(i);
+        const auto b = scratch_of(p, seg.count);
+        const auto n = static_cast<std::int64_t>(seg.count);
+        std::uint64_t* first_count = words + i;
+        run_cub(p, [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceSelect::If(temp, bytes, positions, b.pos, first_count, n,
+                                       top_k_candidate<T>{seg.data, key, at, one_value, false}, p.stream());
+        });
+        if (!one_value) return;
+        const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, first_count, equal_cap}, 0};
+        run_cub(p, [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceSelect::If(temp, bytes, positions, sink, words + part.places() + i, n,
+                                       top_k_candidate<T>{seg.data, key, at, false, true}, p.stream());
+        });
+      });
+    });
+    for (std::size_t i = 0; i < part.places(); ++i)
+      candidates[i] = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
+  }
   // Sort each place's candidates and bring its first k to the host.
-  std::vector<std::uint64_t> candidates(part.places(), 0), taken(part.places(), 0), at_entry(part.places() + 1, 0);
+  std::vector<std::uint64_t> taken(part.places(), 0), at_entry(part.places() + 1, 0);
   for (std::size_t i = 0; i < part.places(); ++i) {
-    candidates[i] = counts[i] + std::min(counts[part.places() + i], one_value ? equal_cap : std::uint64_t{0});
     taken[i] = s.local(i) ? std::min(candidates[i], k) : 0;
     at_entry[i + 1] = at_entry[i] + taken[i];
   }
@@ -359,16 +481,20 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
 
 /// The `k` smallest elements of `r` and their global indices, smallest first, as a stable sort
 /// by sort's radix order would place them (`-0.0` and `+0.0` equal, negative NaNs first, positive
-/// NaNs last; equal elements in index order, so the lowest indices win ties). A radix select (one
-/// cub::DeviceHistogram pass of 11 bits over every place per step, usually one or two steps,
-/// combined by the array fold) finds the bucket holding the k-th element; every place then
-/// selects its candidates with cub::DeviceSelect::If, sorts them with cub::DeviceRadixSort and
-/// hands its first k to the host, which merges the places' (and ranks') lists. Requires
-/// arithmetic elements (not bool). Returns host vectors of k values and k indices; the same on
-/// every rank of a set spanning processes (a collective there). Extra device memory per place:
-/// about (k + 2^16) * (16 + 2 * sizeof(T)) bytes of its cached scratch, plus a 2048-bin histogram;
-/// pinned host memory for k entries per place. Waits (once per select step and once for the
-/// candidates' counts). Throws std::invalid_argument (a range without places, k > r.size())
+/// NaNs last; equal elements in index order, so the lowest indices win ties). For k up to 2^16 a
+/// sample pass (cub::DeviceSegmentedReduce of strided chunks, about 4k / (k + 2^16) of the data)
+/// gives a threshold at least k elements reach, and every place selects the elements at or below
+/// it (cub::DeviceSelect::If); where that leaves a place too many (data in an adversarial order,
+/// many equal elements), and for larger k, a radix select (one cub::DeviceHistogram pass of 11
+/// bits over every place per step, combined by the array fold) finds the bucket holding the k-th
+/// element and every place selects from it. Every place then sorts its candidates with
+/// cub::DeviceRadixSort and hands its first k to the host, which merges the places' (and ranks')
+/// lists. Requires arithmetic elements (not bool). Returns host vectors of k values and k indices;
+/// the same on every rank of a set spanning processes (a collective there). Extra device memory per
+/// place: about (k + max(2^16, k)) * (16 + 2 * sizeof(T)) bytes of its cached scratch, plus the
+/// sample's minima or a 2048-bin histogram; pinned host memory for k entries per place. Waits twice
+/// on the sample path (the minima, the candidates' counts), and once per radix step more where it
+/// falls back. Throws std::invalid_argument (a range without places, k > r.size())
 /// before any device work, strata::cuda_error for CUDA failures, the process group's error if a
 /// rank fails or leaves.
 template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>

@@ -23,6 +23,8 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_transform.cuh>
 
+#include <cuda/std/functional>
+
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -219,6 +221,16 @@ owner_of<I> owner_of_index(place_state& p, const partition& target) {
   return {{p.lookup_table(), static_cast<int>(target.places())}};
 }
 
+/// Throws std::out_of_range (naming `name`, the number of bad indices and the range) if the `k`
+/// per-place counts of indices outside [0, size) at `bad` add up to more than 0.
+inline void throw_if_bad_indices(const char* name, const std::uint64_t* bad, std::size_t k, std::uint64_t size) {
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < k; ++i) sum += bad[i];
+  if (sum > 0)
+    throw std::out_of_range(std::string(name) + ": " + std::to_string(sum) + " of the map's indices lie outside [0, " +
+                            std::to_string(size) + "); nothing was written");
+}
+
 /// count_owners of a map of indices into the range laid out as `target` (map's places hold its
 /// offset_table first in their lookup tables): word j * k + i counts the entries of map's segment
 /// i that place j owns. Throws std::out_of_range (naming `name`, the number of bad indices and the
@@ -229,12 +241,34 @@ std::vector<std::uint64_t> count_by_owner(const char* name, set_state& s, const 
   const std::size_t k = map.partition().places(), buckets = target.places() + 1;
   std::vector<std::uint64_t> counts =
       count_owners(s, map, buckets, [&](place_state& p) { return owner_of_index<I>(p, target); });
-  std::uint64_t bad = 0;
-  for (std::size_t i = 0; i < k; ++i) bad += counts[(buckets - 1) * k + i];
-  if (bad > 0)
-    throw std::out_of_range(std::string(name) + ": " + std::to_string(bad) + " of the map's indices lie outside [0, " +
-                            std::to_string(target.size()) + "); nothing was written");
+  throw_if_bad_indices(name, counts.data() + (buckets - 1) * k, k, target.size());
   return counts;
+}
+
+/// 1 for an index outside [0, size), else 0.
+template <class I>
+struct index_outside {
+  std::uint64_t size;
+  __host__ __device__ std::uint64_t operator()(I x) const {
+    if constexpr (std::is_signed_v<I>)
+      if (x < 0) return 1;
+    return static_cast<std::uint64_t>(x) < size ? 0 : 1;
+  }
+};
+
+/// Checks `map`'s indices into a range of `size` elements where nothing needs the per-owner counts
+/// (the direct moves): one CUB reduction per place counts those outside [0, size), one host wait.
+/// Throws std::out_of_range as count_by_owner.
+template <class I>
+void check_indices(const char* name, set_state& s, const distributed_span<const I>& map, std::uint64_t size) {
+  const std::vector<std::uint64_t> bad = kept_counts(s, map.partition(), [&](std::size_t i, place_state& p, std::uint64_t* word) {
+    const auto seg = map.segment_at(i);
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      return reduce_no_init<std::uint64_t>(temp, bytes, seg.data, word, seg.count, ::cuda::std::plus<std::uint64_t>{},
+                                           index_outside<I>{size}, p.stream());
+    });
+  });
+  throw_if_bad_indices(name, bad.data(), bad.size(), size);
 }
 
 /// True if, in one process, every place with entries of `map_part` reaches every place with
@@ -457,10 +491,11 @@ void for_each_owner(set_state& s, const owner_requests& r, F&& f) {
 
 /// The shape gather and scatter share, for a map of indices into the range `target` (the other
 /// side of the move): every place of the map uploads target's segment_table into its lookup
-/// table, counts and checks the indices (count_by_owner, the one host wait), then either runs
-/// `direct(i, place, target's segments)` (a segment_lookup<T> reading the table), on every place
-/// of the map (with_direct_access), or `bucketed(state, requests)` with owner_requests for values
-/// of `value_bytes` bytes. An empty map does nothing.
+/// table; then, where every place reaches the others, the indices are checked (check_indices, the
+/// one host wait) and `direct(i, place, target's segments)` (a segment_lookup<T> reading the
+/// table) runs on every place of the map (with_direct_access); elsewhere the indices are counted
+/// per owner and checked (count_by_owner, the one host wait) and `bucketed(state, requests)` runs
+/// with owner_requests for values of sizeof(T) bytes. An empty map does nothing.
 template <class I, class T, class Direct, class Bucketed>
 void move_by_index(const char* name, const distributed_span<const I>& map, const distributed_span<T>& target,
                    Direct&& direct, Bucketed&& bucketed) {
@@ -469,13 +504,14 @@ void move_by_index(const char* name, const distributed_span<const I>& map, const
   set_state& s = scope.state();
   const std::vector<std::uint64_t> table = segment_table(target);
   for_each_segment(s, map.partition(), [&](std::size_t, place_state& p) { (void)upload_table(p, table); });
-  const std::vector<std::uint64_t> counts = count_by_owner(name, s, map, target.partition());
   if (owners_reached(s, map.partition(), target.partition())) {
+    check_indices(name, s, map, target.size());
     with_direct_access(s, map.partition(), target.partition(), [&](std::size_t i, place_state& p) {
       direct(i, p, segment_lookup<T>{owner_of_index<I>(p, target.partition()).t});
     });
     return;
   }
+  const std::vector<std::uint64_t> counts = count_by_owner(name, s, map, target.partition());
   owner_requests r = request_by_index(name, s, map, target.partition(), counts, sizeof(T));
   bucketed(s, r);
 }
