@@ -77,11 +77,18 @@ std::size_t append_table(std::vector<std::uint64_t>& words, const std::vector<T>
   return at;
 }
 
-/// The copy of up to 128 table words into device memory, one thread a word.
+/// The copy of up to 128 table words into device memory, one thread a word (picked with constant
+/// indices, so that the words stay in the kernel's parameters and no thread copies them).
 struct store_words {
   std::uint64_t word[128];
   std::uint64_t* to;
-  __device__ void operator()(std::uint32_t i) const { to[i] = word[i]; }
+  __device__ void operator()(std::uint32_t i) const {
+    std::uint64_t w = 0;
+#pragma unroll
+    for (std::uint32_t j = 0; j < 128; ++j)
+      if (j == i) w = word[j];
+    to[i] = w;
+  }
 };
 
 /// Enqueues on `p`'s stream the copy of `words` into p's lookup table and returns the table (its
