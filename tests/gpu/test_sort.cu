@@ -5,6 +5,7 @@
 // keys), on 1, 2, 3, 5 and 8 places, weighted layouts with empty places and staging forced, and
 // over 2^31 keys in one call. The layout never changes.
 #include "test_util.cuh"
+#include "../common/radix_reference.hpp"
 
 #include <algorithm>
 #include <array>
@@ -100,9 +101,10 @@ std::vector<K> keys_of(shape sh, std::uint64_t n, std::uint64_t seed) {
   return h;
 }
 
-// CUB's radix order on the host (the library's own definition, also used by its merges).
+// CUB's radix order on the host, written from its meaning (not the library's radix_order, which
+// its merges use); host test RadixReference.* checks the two agree.
 template <class K, bool Desc = false>
-using radix_less = strata::detail::radix_order<K, Desc>;
+using radix_less = strata_test::radix_reference_less<K, Desc>;
 
 template <class K>
 bool same_bits(const std::vector<K>& a, const std::vector<K>& b) {

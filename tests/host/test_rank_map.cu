@@ -11,11 +11,15 @@
 #include <strata/detail/by_index.cuh>
 #include <strata/detail/rank_collectives.cuh>
 #include <strata/detail/rank_link.cuh>
+#include <strata/detail/sort/order.cuh>
 #include <strata/partition.hpp>
 
 #include <gtest/gtest.h>
 
+#include "../common/radix_reference.hpp"
+
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <limits>
 #include <cmath>
@@ -372,27 +376,22 @@ TEST(SegmentedReduce, OffsetsAreChecked) {
   }
 }
 
-// top_k's key image orders like sort's radix path: for random floats (specials included),
-// signed and unsigned integers, key(a) < key(b) exactly when a sorts before b (-0.0 and +0.0
-// equal, NaNs of either sign at the ends), and the largest-first image reverses it.
+// top_k's key image and the sort's radix_order order as CUB's radix sort does, checked against
+// the reference written from its meaning (tests/common/radix_reference.hpp, which the GPU sort
+// tests use): for random floats (specials and NaN payloads of both signs included), signed and
+// unsigned integers, key(a) < key(b) exactly when a sorts before b (-0.0 and +0.0 equal, NaNs of
+// either sign at the ends, by their bits), and the largest-first image reverses it.
 template <class T>
 void expect_radix_order(const std::vector<T>& xs) {
   const strata::detail::radix_key<T> up{false}, down{true};
-  const auto before = [](T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto rank = [](T x) { return std::isnan(x) ? (std::signbit(x) ? -2 : 2) : 0; };
-      if (rank(a) != rank(b)) return rank(a) < rank(b);
-      if (rank(a) != 0) return false;  // two NaNs of one sign: equal enough here
-    }
-    return a < b;
-  };
+  const strata_test::radix_reference_less<T> before;
+  const strata::detail::radix_order<T, false> library;  // the sort's own (its merges use it)
   for (std::size_t i = 0; i < xs.size(); ++i)
     for (std::size_t j = 0; j < xs.size(); ++j) {
       const T a = xs[i], b = xs[j];
-      if constexpr (std::is_floating_point_v<T>)
-        if (std::isnan(a) && std::isnan(b)) continue;
       EXPECT_EQ(up(a) < up(b), before(a, b)) << +a << " vs " << +b;
       EXPECT_EQ(down(a) < down(b), before(b, a)) << +a << " vs " << +b;
+      EXPECT_EQ(library(a, b), before(a, b)) << +a << " vs " << +b;
     }
 }
 
@@ -402,6 +401,12 @@ TEST(TopK, KeyImageOrdersAsSortsRadixPath) {
                        std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
                        std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
                        std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()};
+  // NaNs with other payloads, both signs (ordered by their bits at either end).
+  for (const std::uint32_t bits : {0x7f800001u, 0x7fc00005u, 0x7fffffffu, 0xff800001u, 0xffc00005u, 0xffffffffu}) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    f.push_back(x);
+  }
   std::normal_distribution<float> nf(0.0f, 100.0f);
   for (int i = 0; i < 60; ++i) f.push_back(nf(g));
   expect_radix_order(f);
