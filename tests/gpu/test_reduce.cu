@@ -3,8 +3,11 @@
 #include "test_util.cuh"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <utility>
+#include <vector>
 
 using namespace strata_test;
 
@@ -332,6 +335,47 @@ T host_reproducible(const std::vector<T>& v, double init = 0) {
   return strata::detail::repro_round<T>(a);
 }
 
+// The exact sum of v by Shewchuk's algorithm (non-overlapping partials, as Python's math.fsum),
+// added up in long double at the end: independent of the library's windows, for the documented
+// error bound. Requires a finite sum with no overflow on the way.
+template <class T>
+long double exact_sum(const std::vector<T>& v, double init = 0) {
+  std::vector<double> partials;
+  const auto add = [&](double x) {
+    std::size_t used = 0;
+    for (double y : partials) {
+      if (std::fabs(x) < std::fabs(y)) std::swap(x, y);
+      const double hi = x + y, lo = y - (hi - x);
+      if (lo != 0.0) partials[used++] = lo;
+      x = hi;
+    }
+    partials.resize(used);
+    partials.push_back(x);
+  };
+  add(init);
+  for (const T x : v) add(static_cast<double>(x));
+  long double sum = 0;
+  for (auto p = partials.rbegin(); p != partials.rend(); ++p) sum += *p;
+  return sum;
+}
+
+// docs/api.md's promise for a reproducible sum `got` of v: within N * 2^-90 * max|x| (double sums;
+// 2^-60 for float sums, which keep three windows) plus half an ulp of the result of the exact sum.
+template <class T>
+void expect_within_repro_bound(T got, const std::vector<T>& v, double init = 0) {
+  long double largest = std::fabs(static_cast<long double>(init));
+  for (const T x : v) largest = std::max(largest, std::fabs(static_cast<long double>(x)));
+  const long double exact = exact_sum(v, init);
+  const int window_bits = std::is_same_v<T, float> ? 60 : 90;
+  const T magnitude = std::fabs(got);
+  const long double half_ulp = 0.5L * (static_cast<long double>(std::nextafter(magnitude, std::numeric_limits<T>::infinity())) -
+                                       static_cast<long double>(magnitude));
+  const long double bound = static_cast<long double>(v.size() + 1) * std::ldexp(largest, -window_bits) + half_ulp +
+                            std::ldexp(std::fabs(exact), -60);  // (the long double sum of the partials)
+  EXPECT_LE(std::fabs(static_cast<long double>(got) - exact), bound)
+      << "reproducible sum " << got << " against the exact " << static_cast<double>(exact);
+}
+
 template <class T>
 std::uint64_t bits(T x) {
   std::uint64_t u = 0;
@@ -391,6 +435,11 @@ TEST(Reduce, ReproducibleSumsHaveTheSameBitsOnEveryLayout) {
           EXPECT_EQ(bits(strata::reduce(strata::reproducible, f)), bits(want_f));
           EXPECT_EQ(bits(strata::transform_reduce(strata::reproducible, f, y, 0.0, wide_mul{})), bits(want_dot));
         }
+        // Against the exact sums (independent of the library's own reference above).
+        expect_within_repro_bound(strata::reduce(strata::reproducible, d), hd);
+        expect_within_repro_bound(strata::reduce(strata::reproducible, d, 0.75), hd, 0.75);
+        expect_within_repro_bound(strata::reduce(strata::reproducible, f), hf);
+        expect_within_repro_bound(strata::transform_reduce(strata::reproducible, f, y, 0.0, wide_mul{}), prod);
       }
   }
 }
