@@ -5,6 +5,7 @@
 // output with it.
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/fold.cuh>
@@ -44,7 +45,7 @@ void adjacent_difference_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
   using O = typename decltype(out)::value_type;
   static_assert(!std::is_const_v<typename span_of_t<Out>::element_type>,
                 "strata::adjacent_difference: the output must be mutable");
-  static_assert(std::is_invocable_v<const Op&, const T&, const T&>,
+  static_assert(detail::callable_v<Op, T, T>,
                 "strata::adjacent_difference: the operator must take two elements, op(x[i], x[i-1]), and be callable "
                 "on the device");
   require_same_layout(name, in, out);

@@ -5,6 +5,7 @@
 // whole range (no early exit); every one has an `_async` form returning strata::future.
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/first_index.cuh>
 #include <strata/detail/fold.cuh>
@@ -26,7 +27,7 @@ template <class R, class Pred>
 future<std::uint64_t> find_impl(const char* name, const R& r_in, Pred pred, bool want) {
   const auto r = as_span(r_in);
   using T = typename decltype(r)::value_type;
-  static_assert(std::is_invocable_v<const Pred&, const T&>,
+  static_assert(detail::callable_v<Pred, T>,
                 "strata::find_if / find_if_not: the predicate must take one element and return something "
                 "convertible to bool, pred(x) (and be callable on the device: a __device__ or __host__ __device__ "
                 "functor or lambda)");
@@ -37,7 +38,7 @@ future<std::uint64_t> find_impl(const char* name, const R& r_in, Pred pred, bool
 
 template <class T, class Comp, class S>
 const device_set& sorted_span_check(const char* name, const S& r) {
-  static_assert(std::is_invocable_v<const Comp&, const T&, const T&>,
+  static_assert(detail::callable_v<Comp, T, T>,
                 "strata::is_sorted / is_sorted_until: the comparator must take two elements and return something "
                 "convertible to bool, comp(a, b) (true when a goes before b; a strict weak order)");
   return require_places(name, r);

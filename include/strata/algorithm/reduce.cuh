@@ -5,6 +5,7 @@
 // strata::future. The partials and folds are in detail/reduce_partials.cuh.
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
@@ -58,9 +59,9 @@ future<bool> quantifier_async(const char* name, const R& r_in, Pred pred, quanti
 /// strata::cuda_error if a CUDA call fails (from get()/wait() for failures in the device work).
 template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
 future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform) {
-  static_assert(std::is_invocable_v<const Tf&, const range_value_t<R>&>,
+  static_assert(detail::callable_v<Tf, range_value_t<R>>,
                 "strata::transform_reduce / count_if: the transform (or predicate) must take one element, f(x)");
-  static_assert(std::is_invocable_v<const Op&, const Acc&, const Acc&>,
+  static_assert(detail::callable_v<Op, Acc, Acc>,
                 "strata::reduce / transform_reduce: the operator must combine two accumulators, op(acc, acc), the "
                 "accumulator being the type of init; the order is reduce(r, init, op) and "
                 "transform_reduce(r, init, op, f), as std::transform_reduce");

@@ -8,6 +8,7 @@
 // run counts that lay the result out, as a compaction's does.
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
@@ -126,7 +127,7 @@ by_key_result<range_value_t<KO>, range_value_t<VO>> reduce_by_key(const KR& keys
   using V = range_value_t<VO>;
   static_assert(std::is_same_v<K, range_value_t<KO>>, "strata::reduce_by_key: keys_out must have the keys' element type");
   static_assert(sizeof(K) <= 64 && sizeof(V) <= 64, "strata::reduce_by_key: keys and values of at most 64 bytes each");
-  static_assert(std::is_invocable_v<const Op&, const V&, const range_value_t<VR>&>,
+  static_assert(detail::callable_v<Op, V, range_value_t<VR>>,
                 "strata::reduce_by_key: op(a, b) must combine two values (a __device__ or __host__ __device__ functor "
                 "or lambda)");
   detail::require_mutable<KO>(name);
@@ -156,7 +157,7 @@ by_key_result<range_value_t<KO>, range_value_t<VO>> reduce_by_key(const KR& keys
         V* vo = values_out.segment_at(i).data;
         detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
           return cub::DeviceReduce::ReduceByKey(temp, bytes, keys.segment_at(i).data, ko, values.segment_at(i).data, vo,
-                                                &out->runs, op, n, p.stream());
+                                                &out->runs, detail::stated_result<V>(op), n, p.stream());
         });
         STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(1, detail::runs_partial_fn<K, V>{ko, vo, out}, p.stream()));
       };

@@ -5,6 +5,7 @@
 // offset read from device memory. Correct for associative operators that are not commutative.
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
@@ -24,13 +25,14 @@ namespace strata {
 
 namespace detail {
 
-// The input of a segment's scan: the raw pointer (so CUB can vectorise) or a transform view.
-template <class T, class Tf>
+// The input of a segment's scan: the raw pointer (so CUB can vectorise) or a transform view
+// (an extended __device__ lambda with its result type stated as the accumulator's).
+template <class Acc, class T, class Tf>
 auto scan_input(const T* p, const Tf& tf) {
   if constexpr (std::is_same_v<Tf, identity_fn>)
     return p;
   else
-    return thrust::make_transform_iterator(p, tf);
+    return thrust::make_transform_iterator(p, stated_result<Acc>(tf));
 }
 
 // Inclusive offsets: segment 0 needs none; segment j gets p0 op ... op p(j-1). The last
@@ -64,11 +66,11 @@ enum class scan_kind { inclusive, inclusive_init, exclusive };
 template <scan_kind Kind, class Acc, class In, class Out, class Op, class Tf>
 void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, const Acc& init, bool sync) {
   static_assert(!std::is_const_v<typename span_of_t<Out>::element_type>, "strata: the scan output must be mutable");
-  static_assert(std::is_invocable_v<const Op&, const Acc&, const Acc&>,
+  static_assert(detail::callable_v<Op, Acc, Acc>,
                 "strata scan: the operator must combine two accumulators, op(acc, acc). Strata's argument order is "
                 "std::inclusive_scan's: inclusive_scan(in, out, op, init) and exclusive_scan(in, out, init, op); "
                 "Thrust's inclusive_scan(first, last, result, init, op) puts init before op");
-  static_assert(std::is_invocable_v<const Tf&, const range_value_t<In>&>,
+  static_assert(detail::callable_v<Tf, range_value_t<In>>,
                 "strata transform scan: the transform must take one element of the input, f(x)");
   const auto in = as_span(in_r);
   const auto out = as_span(out_r);
@@ -84,14 +86,14 @@ void scan_impl(const char* name, const In& in_r, Out&& out_r, Op op, Tf tf, cons
       if constexpr (is_commutative<Op>::value)
         return reduce_no_init<Acc>(temp, bytes, seg.data, slot, seg.count, op, tf, p.stream());
       else
-        return ordered_total<Acc>(temp, bytes, scan_input(seg.data, tf), slot, seg.count, op, p.stream());
+        return ordered_total<Acc>(temp, bytes, scan_input<Acc>(seg.data, tf), slot, seg.count, op, p.stream());
     });
   };
   // `offset` is the segment's seed read on the device; null for the first segment, whose seed (if
   // any) is `init` itself.
   const auto scan = [&](std::size_t i, place_state& p, const Acc* offset) {
     const auto seg = in.segment_at(i);
-    const auto it = scan_input(seg.data, tf);
+    const auto it = scan_input<Acc>(seg.data, tf);
     auto* dst = out.segment_at(i).data;
     run_cub(p, [&](void* temp, std::size_t& bytes) {
       if constexpr (Kind == scan_kind::exclusive) {
@@ -122,9 +124,18 @@ template <class V, class O>
 struct scan_accumulator<V, O, std::void_t<std::common_type_t<V, O>>> {
   using type = std::common_type_t<V, O>;
 };
+// The transform's result type; for an extended __device__ lambda, whose result type host code
+// cannot deduce, the output's value type.
+template <class In, class Out, class Tf, bool = is_device_lambda_v<Tf>>
+struct transformed_value {
+  using type = std::decay_t<std::invoke_result_t<Tf, const range_value_t<In>&>>;
+};
+template <class In, class Out, class Tf>
+struct transformed_value<In, Out, Tf, true> {
+  using type = range_value_t<Out>;
+};
 template <class In, class Out, class Tf = identity_fn>
-using scan_acc_t = typename scan_accumulator<std::decay_t<std::invoke_result_t<Tf, const range_value_t<In>&>>,
-                                             range_value_t<Out>>::type;
+using scan_acc_t = typename scan_accumulator<typename transformed_value<In, Out, Tf>::type, range_value_t<Out>>::type;
 
 template <class In, class Out>
 inline constexpr bool scan_ranges_v = is_distributed_range_v<In> && is_distributed_range_v<Out>;
@@ -195,8 +206,9 @@ void exclusive_scan(const In& in, Out&& out, T init, nosync_t) {
 }
 
 /// Transform inclusive scan: out[i] = f(in[0]) op ... op f(in[i]), accumulated in the common type
-/// of f's result and the output's value type. Requirements, in-place use and exceptions as
-/// inclusive_scan.
+/// of f's result and the output's value type (in the output's type where f is an extended
+/// `__device__` lambda, whose result type host code cannot see). Requirements, in-place use and
+/// exceptions as inclusive_scan.
 template <class In, class Out, class Op, class F, class = std::enable_if_t<detail::scan_ranges_v<In, Out>>>
 void transform_inclusive_scan(const In& in, Out&& out, Op op, F f) {
   using Acc = detail::scan_acc_t<In, Out, F>;

@@ -15,6 +15,7 @@
 // run_op directly, as before 2026-12-07, ran at 0.06-0.10x CUB on 2-8 places of an H100.)
 #pragma once
 
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
@@ -149,7 +150,7 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
   using O = range_value_t<Out>;
   using acc = run_acc<K, V>;
   static_assert(sizeof(K) <= 64 && sizeof(V) <= 64, "Strata's keyed scans take keys and values of at most 64 bytes each");
-  static_assert(std::is_invocable_v<const Op&, const V&, const V&>,
+  static_assert(detail::callable_v<Op, V, V>,
                 "Strata's keyed scans: op(a, b) must combine two values (a __device__ or __host__ __device__ functor or "
                 "lambda). The argument order is (keys, values, out, op) and (keys, values, out, init, op)");
   static_assert(std::is_convertible_v<decltype(std::declval<const K&>() == std::declval<const K&>()), bool>,
@@ -166,6 +167,9 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
   set_state& s = scope.state();
   const partition& part = keys.partition();
   const run_op<K, V, Op> rop{op};
+  // What CUB's keyed scans call: op with its result type stated, since CUB asks for it on the
+  // host, where an extended __device__ lambda cannot tell it.
+  const auto vop = stated_result<V>(op);
 
   const auto total = [&](std::size_t i, place_state& p, acc* slot) {
     const auto n = part.count(i);
@@ -188,10 +192,10 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
     run_cub(p, [&](void* temp, std::size_t& bytes) {
       if (seed == nullptr) {
         if constexpr (Exclusive)
-          return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, op, init, static_cast<std::int64_t>(n),
+          return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, init, static_cast<std::int64_t>(n),
                                                      ::cuda::std::equal_to<>{}, p.stream());
         else
-          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, op, static_cast<std::int64_t>(n),
+          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, static_cast<std::int64_t>(n),
                                                      ::cuda::std::equal_to<>{}, p.stream());
       }
       const thrust::counting_iterator<std::uint64_t> j(0);
@@ -199,10 +203,10 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
       const auto seeded_values = thrust::make_transform_iterator(j, seeded_value<K, VIn, V>{v, seed});
       const tabulate_output<after_seed_writer<O>, V> sink{{dst}, 0};
       if constexpr (Exclusive)
-        return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, seeded_keys, seeded_values, sink, op, init,
+        return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, seeded_keys, seeded_values, sink, vop, init,
                                                    static_cast<std::int64_t>(n + 1), ::cuda::std::equal_to<>{}, p.stream());
       else
-        return cub::DeviceScan::InclusiveScanByKey(temp, bytes, seeded_keys, seeded_values, sink, op,
+        return cub::DeviceScan::InclusiveScanByKey(temp, bytes, seeded_keys, seeded_values, sink, vop,
                                                    static_cast<std::int64_t>(n + 1), ::cuda::std::equal_to<>{}, p.stream());
     });
   };

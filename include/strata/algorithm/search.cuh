@@ -9,6 +9,7 @@
 #pragma once
 
 #include <strata/detail/by_index.cuh>
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/detail/host_counts.cuh>
@@ -142,7 +143,7 @@ void search_impl(const char* name, const Sorted& sorted_r, const Queries& querie
   static_assert(sizeof(T) <= 16 && std::is_trivially_copyable_v<T>,
                 "strata::lower_bound / upper_bound / binary_search: elements of at most 16 bytes (trivially copyable); "
                 "search a key column and gather the rest");
-  static_assert(std::is_invocable_r_v<bool, const Comp&, const T&, const T&>,
+  static_assert(detail::callable_r_v<bool, Comp, T, T>,
                 "strata::lower_bound / upper_bound / binary_search: comp(a, b) must order two elements (a __device__ or "
                 "__host__ __device__ functor or lambda)");
   static_assert(Kind == search_kind::contains ? std::is_constructible_v<O, bool>

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <strata/detail/array_fold.cuh>
+#include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
@@ -129,7 +130,7 @@ std::vector<T> segmented_reduce(const R& r_in, const std::vector<std::uint64_t>&
   using P = detail::maybe_value<T>;
   static_assert(sizeof(T) <= 64, "strata::segmented_reduce: values of at most 64 bytes");
   static_assert(std::is_trivially_copyable_v<T>, "strata::segmented_reduce: the values are copied bytewise");
-  static_assert(std::is_invocable_v<const Op&, const T&, const T&>,
+  static_assert(detail::callable_v<Op, T, T>,
                 "strata::segmented_reduce: op(a, b) must combine two values (a __device__ or __host__ __device__ "
                 "functor or lambda); the argument order is (range, offsets, init, op)");
   const auto r = detail::as_span(r_in);

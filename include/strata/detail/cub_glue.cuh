@@ -7,6 +7,8 @@
 // algorithm").
 #pragma once
 
+#include <strata/detail/callable.cuh>
+
 #include <cub/device/device_for.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -42,17 +44,22 @@ struct identity_fn {
 template <class Acc, class Offset = cub_offset, class It, class Out, class Op, class Transform>
 cudaError_t reduce_no_init(void* temp, std::size_t& bytes, It in, Out out, std::uint64_t n, Op op,
                            Transform transform, cudaStream_t stream) {
-  using init_t = cub::detail::reduce::empty_problem_init_t<Acc>;
+  if constexpr (is_device_lambda_v<Op> || is_device_lambda_v<Transform>) {
+    return reduce_no_init<Acc, Offset>(temp, bytes, in, out, n, stated_result<Acc>(op), stated_result<Acc>(transform),
+                                       stream);
+  } else {
+    using init_t = cub::detail::reduce::empty_problem_init_t<Acc>;
 #if CUB_VERSION >= 300300
-  // CCCL 3.3 moved DeviceReduce onto policy selectors: the DispatchTransformReduce alias no longer
-  // builds with its default policy hub, and cub::detail::reduce::dispatch (what DeviceReduce
-  // itself calls, with the accumulator type overridden) takes its place.
-  return cub::detail::reduce::dispatch<Acc>(temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream,
-                                            transform);
+    // CCCL 3.3 moved DeviceReduce onto policy selectors: the DispatchTransformReduce alias no
+    // longer builds with its default policy hub, and cub::detail::reduce::dispatch (what
+    // DeviceReduce itself calls, with the accumulator type overridden) takes its place.
+    return cub::detail::reduce::dispatch<Acc>(temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream,
+                                              transform);
 #else
-  return cub::DispatchTransformReduce<It, Out, Offset, Op, Transform, init_t, Acc>::Dispatch(
-      temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream, transform);
+    return cub::DispatchTransformReduce<It, Out, Offset, Op, Transform, init_t, Acc>::Dispatch(
+        temp, bytes, in, out, static_cast<Offset>(n), op, init_t{}, stream, transform);
 #endif
+  }
 }
 
 /// Writes only the last value a scan produces: lets a CUB scan compute an ordered segment
@@ -108,19 +115,24 @@ struct tabulate_output {
 template <class Acc, bool ForceInclusive, class It, class Out, class Op, class Init>
 cudaError_t scan_dispatch(void* temp, std::size_t& bytes, It in, Out out, Op op, Init init, std::uint64_t n,
                           cudaStream_t stream) {
+  if constexpr (is_device_lambda_v<Op>) {
+    const auto stated = stated_result<Acc>(op);
+    return scan_dispatch<Acc, ForceInclusive>(temp, bytes, in, out, stated, init, n, stream);
+  } else {
 #if CUB_VERSION >= 300400
-  constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
-  return cub::detail::scan::dispatch_with_accum<Acc, force>(temp, bytes, in, out, op, init, static_cast<cub_offset>(n),
-                                                            stream);
+    constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
+    return cub::detail::scan::dispatch_with_accum<Acc, force>(temp, bytes, in, out, op, init, static_cast<cub_offset>(n),
+                                                              stream);
 #elif CUB_VERSION >= 300000
-  constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
-  return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, force>::Dispatch(temp, bytes, in, out, op, init,
-                                                                               static_cast<cub_offset>(n), stream);
+    constexpr auto force = ForceInclusive ? cub::ForceInclusive::Yes : cub::ForceInclusive::No;
+    return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, force>::Dispatch(temp, bytes, in, out, op, init,
+                                                                                 static_cast<cub_offset>(n), stream);
 #else
-  using hub = cub::detail::scan::policy_hub<cub::detail::value_t<It>, cub::detail::value_t<Out>, Acc, cub_offset, Op>;
-  return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, hub, ForceInclusive>::Dispatch(
-      temp, bytes, in, out, op, init, static_cast<cub_offset>(n), stream);
+    using hub = cub::detail::scan::policy_hub<cub::detail::value_t<It>, cub::detail::value_t<Out>, Acc, cub_offset, Op>;
+    return cub::DispatchScan<It, Out, Op, Init, cub_offset, Acc, hub, ForceInclusive>::Dispatch(
+        temp, bytes, in, out, op, init, static_cast<cub_offset>(n), stream);
 #endif
+  }
 }
 
 /// Ordered (non-commutative-safe) total of `in[0..n)` under `op`, through a scan whose
