@@ -201,19 +201,29 @@ elif [ $status -eq 0 ]; then
           rc=1
         fi
         echo "threads_rc=$rc"
-        # Three rank processes, one killed mid-operation (tests/gpu/test_nccl.cu): its own line, so
+        # Three rank processes, one killed mid-operation, and the survivors shrinking the group
+        # (tests/gpu/test_nccl.cu): its own line, so
         # that a hang there (bounded by the test: 45 s per scenario, none after the first hang)
         # does not hide the threaded tests' result.
         echo "=== gpu_nccl, a rank process killed mid-operation ==="
         env "${ranks_env[@]}" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 timeout 300 \
-          "$build/tests/gpu_nccl" --gtest_filter='Nccl.ARankKilledMidOperation*' >"$out/rank_death.log" 2>&1
+          "$build/tests/gpu_nccl" --gtest_filter='Nccl.ARankKilledMidOperation*:Nccl.SurvivorsShrink*' >"$out/rank_death.log" 2>&1
         rc=$?
-        grep -E "^\[  (OK|FAILED|SKIPPED) |Failure|hung|exit code|rank [0-9]:" "$out/rank_death.log" | head -60
+        grep -E "^\[  (OK|FAILED|SKIPPED) |Failure|hung|exit code|rank [0-9]:" "$out/rank_death.log" | head -90
         if [ "$rc" -eq 0 ] && grep -q "\[  SKIPPED \]" "$out/rank_death.log" && [ "${STRATA_ALLOW_MISSING_RANKS:-0}" != 1 ]; then
           echo "rank-death test skipped (see above): not run"
           rc=1
         fi
         echo "rank_death_rc=$rc"
+        if [ -x "$build/examples/survive_rank_loss" ]; then
+          echo "=== example survive_rank_loss, 3 ranks, the last one killed ==="
+          env "${ranks_env[@]}" timeout 120 "$build/examples/survive_rank_loss" 3 2>&1 | tee "$out/survive.log"
+          rc=${PIPESTATUS[0]}
+          if [ "$rc" -eq 0 ] && grep -q "not run" "$out/survive.log" && [ "${STRATA_ALLOW_MISSING_RANKS:-0}" != 1 ]; then
+            rc=1
+          fi
+          echo "example_survive_rc=$rc"
+        fi
       fi
     fi
     if [ "$passes" = both ] || [ "$passes" = staged ]; then

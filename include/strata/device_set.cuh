@@ -184,6 +184,10 @@ class device_set {
   }
   /// True if this set's places span several processes (strata::spanning_set, strata/nccl.cuh).
   bool spans_processes() const noexcept { return state_->link != nullptr; }
+  /// This process's rank among those whose places the set spans (0 unless it spans processes).
+  int rank() const noexcept { return spans_processes() ? state_->ranks.rank() : 0; }
+  /// Number of ranks whose places the set spans (1 unless it spans processes).
+  int ranks() const noexcept { return spans_processes() ? state_->ranks.ranks() : 1; }
   /// True if place `i` belongs to this process (always, unless the set spans processes).
   /// Throws std::out_of_range if `i >= size()`.
   bool is_local(std::size_t i) const {

@@ -5,6 +5,8 @@
 //   process_group.cuh  strata::process_group: this process's NCCL rank(s)
 //   spanning_set.cuh   strata::spanning_set: one device_set over every rank's places, which every
 //                      Strata algorithm takes (docs/api.md, "Beyond one process")
+//   survivors.cuh      strata::lost_ranges and strata::salvage: after process_group::shrink, what
+//                      was lost and the survivors' elements moved onto the new group
 // The MPI bootstrap is strata/nccl_mpi.cuh. No header of this layer includes an algorithm.
 #pragma once
 
@@ -12,3 +14,4 @@
 #include <strata/nccl/link.cuh>
 #include <strata/nccl/process_group.cuh>
 #include <strata/nccl/spanning_set.cuh>
+#include <strata/nccl/survivors.cuh>

@@ -211,14 +211,20 @@ int env_int(const char* name) {
   return v != nullptr ? std::atoi(v) : -1;
 }
 
+// The ncclUniqueId the parent passed (STRATA_DEATH_ID, in hex).
+ncclUniqueId id_from_env() {
+  const std::string hex = std::getenv("STRATA_DEATH_ID");
+  ncclUniqueId id{};
+  for (std::size_t b = 0; b < sizeof id.internal; ++b) id.internal[b] = static_cast<char>(std::stoi(hex.substr(2 * b, 2), nullptr, 16));
+  return id;
+}
+
 // The child's part: returns its exit code (0: completed correctly, 10: threw nccl_error, a later
 // call on the same group threw nccl_error at once, and it carried on; anything else: wrong).
 int rank_until_death() {
   const int rank = env_int("STRATA_DEATH_RANK"), victim = env_int("STRATA_DEATH_VICTIM");
   const int op = env_int("STRATA_DEATH_OP"), permille = env_int("STRATA_DEATH_AT");
-  const std::string hex = std::getenv("STRATA_DEATH_ID");
-  ncclUniqueId id{};
-  for (std::size_t b = 0; b < sizeof id.internal; ++b) id.internal[b] = static_cast<char>(std::stoi(hex.substr(2 * b, 2), nullptr, 16));
+  const ncclUniqueId id = id_from_env();
   const std::uint64_t n = 1000003;
   const auto h = random_vector<std::int64_t>(n, 7);
   std::vector<std::int64_t> sorted(h);
@@ -297,6 +303,91 @@ int rank_until_death() {
   return code;
 }
 
+// A survivor's part of the shrink test: its exit code (0: it never saw the death, 10: it threw
+// nccl_error first; either way it then shrank the group and salvaged its elements correctly;
+// anything else: wrong, see the test).
+int survivor_that_shrinks() {
+  const int rank = env_int("STRATA_DEATH_RANK"), victim = env_int("STRATA_DEATH_VICTIM");
+  const int op = env_int("STRATA_DEATH_OP");
+  const std::uint64_t n = 1000003;
+  const auto h = random_vector<std::int64_t>(n, 11);
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  };
+  int code = 0;
+  try {
+    auto g = strata::process_group::create(id_from_env(), rank, 3, 0);
+    g.set_timeout(std::chrono::seconds(3));
+    const auto set = strata::spanning_set(g, 2);
+    strata::distributed_vector<std::int64_t> x(h, set);
+    std::int64_t sum = 0;
+    for (const auto v : h) sum += v;
+    const auto run = [&] {
+      if (op == 1) return strata::reduce(x) == sum;
+      strata::distributed_vector<std::int64_t> y(n, set, strata::partition_policy::weighted({1, 2, 3, 4, 5, 6}));
+      strata::copy(x, y);
+      return y.to_std_vector() == h;
+    };
+    if (!run()) return 2;
+    auto& inj = strata::detail::faults();
+    if (rank == victim) inj.count();
+    if (!run()) return 2;
+    if (rank == victim) {
+      inj.disarm();
+      const long calls = inj.calls(strata::detail::fault_injector::any_place);
+      inj.arm(strata::detail::fault_injector::any_place, (calls - 1) / 2, cudaErrorLaunchFailure,
+              strata::detail::fault_site::any_call, [] { std::raise(SIGKILL); });
+    }
+    try {
+      if (!run()) return 3;
+    } catch (const strata::nccl_error& e) {
+      std::fprintf(stderr, "rank %d: nccl_error: %s\n", rank, e.what());
+      code = 10;
+    }
+    if (rank == victim) return 5;  // the kill never came
+    // The launcher would say which rank died; here the scenario does.
+    const std::vector<int> lost{victim};
+    // What was lost: the victim's two places of an even layout over six (partition::even is
+    // host-tested on its own).
+    const auto even = strata::partition::even(n, 6);
+    const std::uint64_t first = even.offset(2 * static_cast<std::size_t>(victim));
+    const std::uint64_t count = even.count(2 * static_cast<std::size_t>(victim)) + even.count(2 * static_cast<std::size_t>(victim) + 1);
+    const auto gone = strata::lost_ranges(x, lost);
+    if (gone.size() != 1 || gone[0].offset != first || gone[0].count != count) return 20;
+    const auto start = std::chrono::steady_clock::now();
+    auto survivors = g.shrink(lost);
+    std::fprintf(stderr, "rank %d: shrank to rank %d of %d in %.0f ms\n", rank, survivors.rank(), survivors.size(),
+                 since(start));
+    if (survivors.size() != 2 || survivors.rank() != (rank < victim ? rank : rank - 1)) return 21;
+    // The old group is retired: a later call on it throws at once.
+    if (!g.aborted()) return 22;
+    try {
+      (void)strata::reduce(x);
+      return 22;
+    } catch (const strata::nccl_error&) {
+    }
+    // The survivors' elements, on a set of another shape over the new group.
+    const auto set2 = strata::spanning_set(survivors, 3);
+    auto kept = strata::salvage(x, lost, set2);
+    std::vector<std::int64_t> expected(h.begin(), h.begin() + static_cast<std::ptrdiff_t>(first));
+    expected.insert(expected.end(), h.begin() + static_cast<std::ptrdiff_t>(first + count), h.end());
+    if (kept.size() != expected.size() || kept.to_std_vector() != expected) return 23;
+    std::int64_t kept_sum = 0;
+    for (const auto v : expected) kept_sum += v;
+    if (strata::reduce(kept) != kept_sum) return 24;
+    strata::sort(kept);
+    std::sort(expected.begin(), expected.end());
+    if (kept.to_std_vector() != expected) return 25;
+    std::fprintf(stderr, "rank %d: salvaged %zu elements (lost [%llu, %llu)), reduced and sorted them on the new group\n",
+                 rank, expected.size(), static_cast<unsigned long long>(first),
+                 static_cast<unsigned long long>(first + count));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %d threw: %s\n", rank, e.what());
+    return 4;
+  }
+  return code;
+}
+
 std::string hex_of(const ncclUniqueId& id) {
   static const char digits[] = "0123456789abcdef";
   std::string s;
@@ -305,6 +396,49 @@ std::string hex_of(const ncclUniqueId& id) {
     s += digits[static_cast<unsigned char>(c) & 15];
   }
   return s;
+}
+
+// Starts this test binary again as three rank processes on one ncclUniqueId (their gtest filter
+// `filter`, STRATA_DEATH_RANK and STRATA_DEATH_ID set, and `env` added) and waits for them, at most
+// 45 s: each one's waitpid status, or -1 for one still running then (killed: a hang).
+std::vector<int> run_three_ranks(const std::string& filter, const std::vector<std::string>& extra) {
+  const std::string id = hex_of(strata::nccl_unique_id());
+  std::vector<pid_t> pids(3, -1);
+  std::vector<int> status(3, -1);
+  for (int r = 0; r < 3; ++r) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    env.push_back("STRATA_DEATH_RANK=" + std::to_string(r));
+    env.push_back("STRATA_DEATH_ID=" + id);
+    env.insert(env.end(), extra.begin(), extra.end());
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string self = "/proc/self/exe", flag = "--gtest_filter=" + filter;
+    char* argv[] = {self.data(), flag.data(), nullptr};
+    if (posix_spawn(&pids[static_cast<std::size_t>(r)], "/proc/self/exe", nullptr, nullptr, argv, envp.data()) != 0) {
+      ADD_FAILURE() << "posix_spawn failed for rank " << r;
+      for (int q = 0; q < r; ++q) kill(pids[static_cast<std::size_t>(q)], SIGKILL);
+      for (int q = 0; q < r; ++q) waitpid(pids[static_cast<std::size_t>(q)], &status[static_cast<std::size_t>(q)], 0);
+      return status;
+    }
+  }
+  // A survivor throws within its 3 s timeout: one still running after 45 s hangs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+  for (int left = 3; left > 0 && std::chrono::steady_clock::now() < deadline;) {
+    for (int r = 0; r < 3; ++r)
+      if (status[static_cast<std::size_t>(r)] == -1 &&
+          waitpid(pids[static_cast<std::size_t>(r)], &status[static_cast<std::size_t>(r)], WNOHANG) > 0)
+        --left;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (int r = 0; r < 3; ++r)
+    if (status[static_cast<std::size_t>(r)] == -1) {
+      int ignored = 0;
+      kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+      waitpid(pids[static_cast<std::size_t>(r)], &ignored, 0);
+    }
+  return status;
 }
 
 }  // namespace
@@ -325,39 +459,15 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
       const int victim = 1 + (op + at / 500) % 2;
       SCOPED_TRACE(std::string(names[op]) + ", rank " + std::to_string(victim) + " killed at " + std::to_string(at / 10) +
                    "% of its checked calls");
-      const std::string id = hex_of(strata::nccl_unique_id());
-      std::vector<pid_t> pids(3, -1);
-      for (int r = 0; r < 3; ++r) {
-        std::vector<std::string> env;
-        for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-        env.push_back("STRATA_DEATH_RANK=" + std::to_string(r));
-        env.push_back("STRATA_DEATH_VICTIM=" + std::to_string(victim));
-        env.push_back("STRATA_DEATH_OP=" + std::to_string(op));
-        env.push_back("STRATA_DEATH_AT=" + std::to_string(at));
-        env.push_back("STRATA_DEATH_ID=" + id);
-        std::vector<char*> envp;
-        for (auto& e : env) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        std::string self = "/proc/self/exe", filter = "--gtest_filter=Nccl.ARankKilledMidOperation*";
-        char* argv[] = {self.data(), filter.data(), nullptr};
-        ASSERT_EQ(posix_spawn(&pids[static_cast<std::size_t>(r)], "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
-      }
-      // Wait for all three, at most 45 s (a survivor throws within its 3 s timeout): one still
-      // running then is a hang, and the scenarios after it are not run (the test stays bounded).
-      std::vector<int> status(3, -1);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(45);
-      for (int left = 3; left > 0 && std::chrono::steady_clock::now() < deadline;) {
-        for (int r = 0; r < 3; ++r)
-          if (status[static_cast<std::size_t>(r)] == -1 && waitpid(pids[static_cast<std::size_t>(r)], &status[static_cast<std::size_t>(r)], WNOHANG) > 0) --left;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      std::vector<int> status = run_three_ranks("Nccl.ARankKilledMidOperation*",
+                                                {"STRATA_DEATH_VICTIM=" + std::to_string(victim),
+                                                 "STRATA_DEATH_OP=" + std::to_string(op),
+                                                 "STRATA_DEATH_AT=" + std::to_string(at)});
       for (int r = 0; r < 3; ++r) {
         auto& st = status[static_cast<std::size_t>(r)];
         if (st == -1) {
           ADD_FAILURE() << "rank " << r << " hung (killed after 45 s; its last words are above)";
           hung = true;
-          kill(pids[static_cast<std::size_t>(r)], SIGKILL);
-          waitpid(pids[static_cast<std::size_t>(r)], &st, 0);
           continue;
         }
         if (r == victim) {
@@ -375,4 +485,46 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
       }
     }
   if (!hung) EXPECT_GT(thrown, 0) << "no survivor ever saw the death: the kill never landed mid-operation";
+}
+
+// Survivors carry on (process_group::shrink): a rank is killed in the middle of a reduce, or of a
+// copy between layouts, on a set spanning three processes; each survivor (whether or not it saw
+// the death) names the dead rank, checks what strata::lost_ranges says was lost, shrinks the group
+// to the two of them (their new numbers, the old group retired: a later call throws), salvages its
+// elements onto a set of another shape over the new group, and checks them in full against the
+// host (the lost range gone), then reduces and sorts them there. Needs NCCL 2.30+ for three ranks
+// on one GPU (gpu-check runs it with STRATA_NCCL_LIB).
+TEST(Nccl, SurvivorsShrinkTheGroupAndSalvageTheirElements) {
+  if (std::getenv("STRATA_DEATH_RANK") != nullptr) std::exit(survivor_that_shrinks());  // a child
+  if (strata::visible_device_count() < 3 && strata::nccl_version() < 23000)
+    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
+                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+  setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  for (const int op : {1, 2}) {
+    const int victim = op;  // rank 1 in the reduce, rank 2 in the copy
+    SCOPED_TRACE(std::string(op == 1 ? "reduce" : "copy between layouts") + ", rank " + std::to_string(victim) +
+                 " killed half-way");
+    const auto status = run_three_ranks("Nccl.SurvivorsShrink*", {"STRATA_DEATH_VICTIM=" + std::to_string(victim),
+                                                                   "STRATA_DEATH_OP=" + std::to_string(op)});
+    bool hung = false;
+    for (int r = 0; r < 3; ++r) {
+      const int st = status[static_cast<std::size_t>(r)];
+      if (st == -1) {
+        ADD_FAILURE() << "rank " << r << " hung (killed after 45 s; its last words are above)";
+        hung = true;
+        continue;
+      }
+      if (r == victim) {
+        EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "the victim was not killed";
+        continue;
+      }
+      ASSERT_TRUE(WIFEXITED(st)) << "rank " << r << " died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+      EXPECT_TRUE(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 10)
+          << "rank " << r << " exit code " << WEXITSTATUS(st)
+          << " (2/3: wrong before the kill, 4: an exception, 20: lost_ranges wrong, 21: shrink numbered wrong, 22: the "
+             "old group not retired, 23: salvaged elements wrong, 24: reduce on the new group wrong, 25: sort wrong)";
+    }
+    if (hung) break;
+  }
 }

@@ -89,3 +89,87 @@ TEST(NcclHost, GatherStampsFindARankThatDidNotContribute) {
   EXPECT_EQ(first_unstamped(buf.data(), ranks, slot, at, gather_stamp(8)), 3);
   EXPECT_EQ(first_unstamped(buf.data(), 3, slot, at, gather_stamp(8)), -1) << "only ranks [0, 3) asked";
 }
+
+// process_group::shrink's checks of the lost ranks, made before any NCCL call.
+TEST(NcclHost, ShrinkChecksTheLostRanksBeforeAnyNcclCall) {
+  using strata::process_group;
+  const auto message = [](int rank, int size, const std::vector<int>& lost) {
+    try {
+      process_group::check_shrink_arguments(rank, size, lost);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message(0, 3, {}).find("no rank is named lost"), std::string::npos);
+  EXPECT_NE(message(0, 3, {3}).find("rank 3 is not in [0, 3)"), std::string::npos);
+  EXPECT_NE(message(0, 3, {-1}).find("rank -1 is not in [0, 3)"), std::string::npos);
+  EXPECT_NE(message(0, 4, {2, 1, 2}).find("rank 2 is named twice"), std::string::npos);
+  EXPECT_NE(message(1, 3, {1}).find("rank 1 calls it but is named lost"), std::string::npos);
+  EXPECT_EQ(message(0, 3, {2}), "accepted");
+  EXPECT_EQ(message(3, 4, {2, 0, 1}), "accepted");
+}
+
+// What a lost rank took from a range, and the layout that lets each survivor keep its elements
+// on its own GPU (strata::lost_ranges and strata::salvage), against element-by-element references
+// on random layouts.
+TEST(NcclHost, LostRangesAndTheSurvivorsLayoutMatchAnElementByElementReference) {
+  using namespace strata::detail;
+  EXPECT_THROW(surviving_ranks(3, {3}, "t"), std::invalid_argument);
+  EXPECT_THROW(surviving_ranks(3, {1, 1}, "t"), std::invalid_argument);
+  EXPECT_EQ(surviving_ranks(4, {2, 0}, "t"), (std::vector<int>{1, 3}));
+  std::mt19937_64 rng(std::random_device{}());
+  for (int trial = 0; trial < 300; ++trial) {
+    const int ranks = 1 + static_cast<int>(rng() % 6);
+    std::vector<int> owner;
+    for (int r = 0; r < ranks; ++r)
+      for (std::size_t k = 1 + rng() % 3; k > 0; --k) owner.push_back(r);
+    std::vector<std::uint64_t> sizes;
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < owner.size(); ++i) {
+      sizes.push_back(rng() % 4 == 0 ? 0 : rng() % 50);
+      n += sizes.back();
+    }
+    const auto part = strata::partition::explicit_sizes(n, sizes);
+    std::vector<int> lost;
+    for (int r = 0; r < ranks; ++r)
+      if (rng() % 3 == 0) lost.push_back(r);
+    // Reference: each element's rank, by walking the sizes.
+    std::vector<int> rank_of;
+    for (std::size_t i = 0; i < sizes.size(); ++i) rank_of.insert(rank_of.end(), sizes[i], owner[i]);
+    const auto is_lost = [&](int r) { return std::find(lost.begin(), lost.end(), r) != lost.end(); };
+    std::vector<char> covered(n, 0);
+    const auto got = ranges_of_ranks(part, owner, lost);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      ASSERT_GT(got[k].count, 0u);
+      if (k > 0) ASSERT_GT(got[k].offset, got[k - 1].offset + got[k - 1].count) << "adjacent ranges not merged";
+      for (std::uint64_t g = got[k].offset; g < got[k].offset + got[k].count; ++g) covered.at(g) = 1;
+    }
+    for (std::uint64_t g = 0; g < n; ++g) ASSERT_EQ(covered[g] != 0, is_lost(rank_of[g])) << "element " << g;
+    const auto held = elements_per_rank(part, owner, ranks);
+    for (int r = 0; r < ranks; ++r)
+      EXPECT_EQ(held[static_cast<std::size_t>(r)],
+                static_cast<std::uint64_t>(std::count(rank_of.begin(), rank_of.end(), r)));
+    // The survivors' holding layout: survivor q's places hold exactly what it held.
+    const auto left = surviving_ranks(ranks, lost, "t");
+    std::vector<std::uint64_t> kept;
+    std::vector<std::size_t> places;
+    for (const int r : left) {
+      kept.push_back(held[static_cast<std::size_t>(r)]);
+      places.push_back(1 + rng() % 4);
+    }
+    const auto layout = holding_layout(kept, places);
+    std::size_t at = 0;
+    for (std::size_t q = 0; q < kept.size(); ++q) {
+      std::uint64_t sum = 0, most = 0, least = UINT64_MAX;
+      for (std::size_t k = 0; k < places[q]; ++k, ++at) {
+        sum += layout.at(at);
+        most = std::max(most, layout[at]);
+        least = std::min(least, layout[at]);
+      }
+      EXPECT_EQ(sum, kept[q]) << "survivor " << q;
+      if (places[q] > 0) EXPECT_LE(most - least, 1u) << "survivor " << q << "'s share is not spread evenly";
+    }
+    EXPECT_EQ(at, layout.size());
+  }
+}

@@ -43,7 +43,12 @@ class nccl_link final : public rank_link {
   ncclComm_t comm = nullptr;
   int rank_ = -1, size = 0, device_ = -1;
   bool owned = false;
+  // No collective may run any more: the group failed (a peer failed or died, or the timeout
+  // passed), was aborted, or was retired by process_group::shrink.
   bool aborted = false;
+  // ... but the communicator still exists (ncclCommRevoke stopped its work; or shrink retired it):
+  // process_group::shrink can still use it, and it is freed by ncclCommAbort, which waits for no peer.
+  bool revoked = false;
   std::chrono::milliseconds timeout{60000};
   // The group's own stream and buffers for its collectives (made on first use, on `device`).
   cudaStream_t stream = nullptr;
@@ -104,15 +109,18 @@ class nccl_link final : public rank_link {
     poll([e] { return cudaEventQuery(e); }, "cudaEventQuery (NCCL work)", timeout);
   }
   [[noreturn]] void fail_missing(int missing, const char* who) override {
-    abort();
+    give_up();
     throw nccl_error(ncclRemoteError, who, rank_,
                      "rank " + std::to_string(missing) +
-                         " did not contribute to the collective (it failed or left); the communicator was aborted",
+                         " did not contribute to the collective (it failed or left); the group's communicator was stopped",
                      __FILE__, __LINE__);
   }
+  // process_group::abort, and where a failure cannot revoke: frees the communicator at once
+  // (ncclCommAbort stops its work and waits for no peer). Never throws; idempotent.
   void abort() noexcept {
-    if (aborted || comm == nullptr) return;
+    if (comm == nullptr || (aborted && !revoked)) return;
     aborted = true;
+    revoked = false;
     // NCCL's abort waits until no graph holding one of the communicator's collectives exists
     // (its persistent references): drop the captured ones first (one in flight is freed when the
     // abort has stopped its kernels).
@@ -120,9 +128,42 @@ class nccl_link final : public rank_link {
     (void)ncclCommAbort(comm);
     (void)cudaGetLastError();  // (what NCCL left: see check_nccl)
   }
-  // Throws strata::nccl_error naming `who` once the communicator was aborted.
+  // A collective failed (a peer failed or died, or the timeout passed): every later call on the
+  // group throws, and the communicator's work stops so that nothing on the GPU waits for the dead
+  // peer any more (a cudaFree would wait for such a kernel). Where NCCL can (2.28+) it is revoked
+  // rather than aborted: ncclCommRevoke stops the work and keeps the communicator, so that the
+  // survivors can still make a new group of themselves from it (process_group::shrink). Waits at
+  // most the group's timeout for the revoke to settle; where it fails or does not settle, aborts.
+  // (Ranks sharing a GPU in one process abort: shrink does not take them.)
+  void give_up() noexcept {
+    if (aborted || comm == nullptr) return;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    int runtime = 0;
+    if (hub == nullptr && ncclGetVersion(&runtime) == ncclSuccess && runtime >= NCCL_VERSION(2, 28, 0)) {
+      drop_collective_graphs();  // (as for abort)
+      if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) == ncclSuccess) {
+        const auto start = std::chrono::steady_clock::now();
+        ncclResult_t state = ncclInProgress;
+        while (ncclCommGetAsyncError(comm, &state) == ncclSuccess && state == ncclInProgress &&
+               std::chrono::steady_clock::now() - start < timeout)
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        (void)cudaGetLastError();  // (what NCCL left: see check_nccl)
+        if (state != ncclInProgress) {
+          aborted = revoked = true;
+          return;
+        }
+      }
+      (void)cudaGetLastError();
+    }
+#endif
+    abort();
+  }
+  // Throws strata::nccl_error naming `who` once the group failed, was aborted or was retired.
   void live(const char* who) const {
-    if (aborted) throw nccl_error(ncclInvalidUsage, who, rank_, "the communicator was aborted", __FILE__, __LINE__);
+    if (aborted)
+      throw nccl_error(ncclInvalidUsage, who, rank_,
+                       "the group's communicator was stopped (an earlier collective failed, abort(), or shrink() retired it)",
+                       __FILE__, __LINE__);
   }
   // Waits until `query()` (cudaStreamQuery or cudaEventQuery of NCCL work) says done, without
   // ever hanging on a failed or dead peer (see process_group::wait).
@@ -142,7 +183,7 @@ class nccl_link final : public rank_link {
         // Work ordered after an aborted collective may have used what it never delivered.
         if (aborted)
           throw nccl_error(ncclInvalidUsage, "strata::process_group::wait", rank_,
-                           "the communicator was aborted (a rank failed or left)", __FILE__, __LINE__);
+                           "the group's communicator was stopped (a rank failed or left)", __FILE__, __LINE__);
         return;
       }
       if (e != cudaErrorNotReady) throw_cuda_error(e, what, device_, __FILE__, __LINE__);
@@ -152,16 +193,16 @@ class nccl_link final : public rank_link {
       const ncclResult_t q = aborted ? ncclSuccess : ncclCommGetAsyncError(comm, &async);
       (void)cudaGetLastError();  // (what NCCL's internals left: see check_nccl)
       if (q != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
-        abort();
+        give_up();
         throw nccl_error(q != ncclSuccess ? q : async, "strata::process_group::wait", rank_,
-                         "a peer failed; the communicator was aborted", __FILE__, __LINE__);
+                         "a peer failed; the group's communicator was stopped (process_group::shrink can make a new group of the survivors)", __FILE__, __LINE__);
       }
       const auto waited = std::chrono::steady_clock::now() - start;
       if (waited > limit) {
-        abort();
+        give_up();
         throw nccl_error(ncclSystemError, "strata::process_group::wait", rank_,
                          "no progress within " + std::to_string(limit.count()) +
-                             " ms (a peer may have died); the communicator was aborted",
+                             " ms (a peer may have died); the group's communicator was stopped (process_group::shrink can make a new group of the survivors)",
                          __FILE__, __LINE__);
       }
       if (waited < spin) {
@@ -371,6 +412,54 @@ inline bool destroy_communicator(ncclComm_t comm, int device, std::chrono::milli
   }
 }
 
+/// ncclCommShrink on a helper thread, waiting at most `timeout` for it: it returns once every
+/// surviving rank has called it, so a survivor that never does (it died too, or took another path)
+/// must not hang the others. Returns NCCL's result and the new communicator in `made`; when the
+/// timeout passed first, ncclSystemError, `made` null and `late` true (a communicator NCCL makes
+/// after that is aborted by the thread).
+inline ncclResult_t shrink_communicator(ncclComm_t comm, std::vector<int> excluded, int flags, int device,
+                                        std::chrono::milliseconds timeout, ncclComm_t& made, bool& late) {
+  made = nullptr;
+  late = false;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  struct outcome {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    ncclResult_t result = ncclSystemError;
+    ncclComm_t comm = nullptr;
+  };
+  auto o = std::make_shared<outcome>();
+  std::thread([o, comm, excluded = std::move(excluded), flags, device]() mutable {
+    (void)cudaSetDevice(device);
+    ncclComm_t out = nullptr;
+    const ncclResult_t r =
+        ncclCommShrink(comm, excluded.data(), static_cast<int>(excluded.size()), &out, nullptr, flags);
+    (void)cudaGetLastError();  // (what NCCL left: see check_nccl)
+    std::lock_guard<std::mutex> lock(o->m);
+    if (o->abandoned) {
+      if (out != nullptr) (void)ncclCommAbort(out);
+      return;
+    }
+    o->result = r;
+    o->comm = out;
+    o->done = true;
+    o->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(o->m);
+  if (!o->cv.wait_for(lock, timeout, [&] { return o->done; })) {
+    o->abandoned = true;
+    late = true;
+    return ncclSystemError;
+  }
+  made = o->comm;
+  return o->result;
+#else
+  (void)comm, (void)excluded, (void)flags, (void)device, (void)timeout;
+  return ncclInvalidUsage;
+#endif
+}
+
 inline nccl_link::~nccl_link() {
   drop_collective_graphs();  // (before the communicator goes: see abort)
   if (stream != nullptr) {
@@ -380,7 +469,15 @@ inline nccl_link::~nccl_link() {
   }
   free_buffers();
   if (hub != nullptr) hub->leave(hub_index);
-  if (owned && comm != nullptr && !aborted) (void)destroy_communicator(comm, device_, timeout);
+  if (owned && comm != nullptr) {
+    if (revoked) {
+      quiet_device_switch g(device_);
+      (void)ncclCommAbort(comm);  // (revoked or retired: it finalizes with no peer)
+      (void)cudaGetLastError();
+    } else if (!aborted) {
+      (void)destroy_communicator(comm, device_, timeout);
+    }
+  }
 }
 
 }  // namespace strata::detail

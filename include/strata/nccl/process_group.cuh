@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -184,7 +185,9 @@ class process_group {
   int device() const noexcept { return s_->device_; }
   /// The communicator (for the user's own NCCL calls alongside Strata's).
   ncclComm_t comm() const noexcept { return s_->comm; }
-  /// True once abort() ran: every later NCCL call on the group fails.
+  /// True once the group can run no collective any more: abort() ran, a collective failed (a peer
+  /// failed or died, or the timeout passed: Strata stopped the communicator), or shrink() retired
+  /// it. Every later Strata call on the group or its spanning sets throws strata::nccl_error.
   bool aborted() const noexcept { return s_->aborted; }
 
   /// How long Strata's collectives on this group wait for the other ranks before they abort the
@@ -233,6 +236,99 @@ class process_group {
   /// peers that will never come. What the aborted calls were writing is unspecified afterwards.
   /// Never throws; idempotent.
   void abort() const noexcept { s_->abort(); }
+
+  /// Survivors carry on: a new group of this group's ranks except those in `lost`, made from this
+  /// group's communicator by NCCL's ncclCommShrink. The ranks keep their order and are numbered
+  /// again from 0 (rank r becomes r minus the number of lost ranks below it); each keeps its GPU and
+  /// timeout(). Collective over the survivors: every rank not in `lost` calls it, with the same
+  /// list; the ranks in it do not (a dead one cannot).
+  ///
+  /// Strata does not tell which ranks died (NCCL's error names none): take the list from whatever
+  /// saw the processes end (the launcher, the job scheduler, a health check). It works on a group
+  /// that failed (a collective threw strata::nccl_error: Strata revoked the communicator, which
+  /// NCCL 2.28+ keeps usable for this) and on a healthy one (a planned shrink: NCCL first aborts
+  /// the work in flight on it). Afterwards this group is retired: later calls on it or its spanning
+  /// sets throw strata::nccl_error; the containers over its sets stay readable on this rank (the
+  /// survivors' elements move onto the new group with strata::salvage), and its communicator is
+  /// freed, without waiting for any peer, with the last copy of the group and its sets. Returns
+  /// once every survivor has called it, or throws after waiting timeout() for them (never hangs).
+  ///
+  /// Throws std::invalid_argument (before any NCCL call) if `lost` is empty, names a rank outside
+  /// [0, size()) or twice, or names this rank; strata::nccl_error if the NCCL
+  /// loaded is older than 2.27 (no ncclCommShrink) or built without it, if the communicator was
+  /// aborted (abort(), or a failure where NCCL could not revoke: before 2.28), if this group's
+  /// ranks share a GPU in this process (create_local: NCCL's shrink is not driven from one
+  /// process's threads here), if NCCL fails, or if a survivor did not join within timeout().
+  process_group shrink(const std::vector<int>& lost) const {
+    const char* who = "strata::process_group::shrink";
+    check_shrink_arguments(s_->rank_, s_->size, lost);
+    if (nccl_version() < 22700 || NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0))
+      throw nccl_error(ncclInvalidUsage, who, s_->rank_,
+                       "needs NCCL 2.27+ (ncclCommShrink), built and loaded; loaded: " + std::to_string(nccl_version()),
+                       __FILE__, __LINE__);
+    if (s_->hub != nullptr)
+      throw nccl_error(ncclInvalidUsage, who, s_->rank_,
+                       "the group's ranks share a GPU in this process (create_local); shrink takes ranks of their own",
+                       __FILE__, __LINE__);
+    if (s_->comm == nullptr || (s_->aborted && !s_->revoked))
+      throw nccl_error(ncclInvalidUsage, who, s_->rank_,
+                       "the communicator was aborted (abort(), or a failure where NCCL could not revoke it: NCCL before "
+                       "2.28); nothing is left to shrink",
+                       __FILE__, __LINE__);
+    std::vector<int> excluded(lost);
+    std::sort(excluded.begin(), excluded.end());
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+    // A revoked communicator has no work left; a healthy one may have some in flight: abort it.
+    const int flags = s_->revoked ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT;
+#else
+    const int flags = 0;
+#endif
+    s_->drop_collective_graphs();  // (graphs holding its collectives would keep the old one busy)
+    ncclComm_t made = nullptr;
+    bool late = false;
+    const ncclResult_t r = detail::shrink_communicator(s_->comm, excluded, flags, s_->device_, s_->timeout, made, late);
+    // The old group is retired whatever happened: its communicator is freed by NCCL's abort.
+    s_->aborted = s_->revoked = true;
+    if (r != ncclSuccess || made == nullptr)
+      throw nccl_error(r == ncclSuccess ? ncclInternalError : r, who, s_->rank_,
+                       late ? "the survivors did not all join within " + std::to_string(s_->timeout.count()) + " ms"
+                            : std::string("ncclCommShrink failed"),
+                       __FILE__, __LINE__);
+    auto n = std::make_shared<detail::nccl_link>();
+    n->comm = made;
+    n->owned = true;
+    n->device_ = s_->device_;
+    n->timeout = s_->timeout;
+    n->rank_ = s_->rank_ - static_cast<int>(std::lower_bound(excluded.begin(), excluded.end(), s_->rank_) - excluded.begin());
+    n->size = s_->size - static_cast<int>(excluded.size());
+    int rank = -1, size = 0;
+    if (ncclCommUserRank(made, &rank) == ncclSuccess && ncclCommCount(made, &size) == ncclSuccess &&
+        (rank != n->rank_ || size != n->size))
+      throw nccl_error(ncclInternalError, who, s_->rank_,
+                       "NCCL numbered the survivors otherwise than in order (rank " + std::to_string(rank) + " of " +
+                           std::to_string(size) + ", expected " + std::to_string(n->rank_) + " of " +
+                           std::to_string(n->size) + ")",
+                       __FILE__, __LINE__);
+    return process_group(std::move(n));
+  }
+
+  /// The checks shrink() makes before any NCCL call (exposed for the host tests): `lost` must be
+  /// non-empty and name ranks of [0, size) once each, not `rank` (so the caller is left).
+  static void check_shrink_arguments(int rank, int size, const std::vector<int>& lost) {
+    const std::string who = "strata::process_group::shrink: ";
+    if (lost.empty()) throw std::invalid_argument(who + "no rank is named lost");
+    std::vector<int> sorted(lost);
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      if (sorted[i] < 0 || sorted[i] >= size)
+        throw std::invalid_argument(who + "rank " + std::to_string(sorted[i]) + " is not in [0, " + std::to_string(size) + ")");
+      if (i > 0 && sorted[i] == sorted[i - 1])
+        throw std::invalid_argument(who + "rank " + std::to_string(sorted[i]) + " is named twice");
+      if (sorted[i] == rank)
+        throw std::invalid_argument(who + "rank " + std::to_string(rank) +
+                                    " calls it but is named lost (only the survivors call shrink)");
+    }
+  }
 
   /// Waits until `stream`, on which NCCL work of this group was enqueued, has finished, without
   /// ever hanging on a failed or dead peer: it polls the stream and ncclCommGetAsyncError, and on
