@@ -43,7 +43,8 @@ device_set spanning_set(const process_group& g, std::size_t places, device_set_o
 class process_group {
  public:
   /// A group over the user's own communicator (made with ncclCommInitRank or a framework), which
-  /// the user keeps and destroys after the last copy of this group. Throws std::invalid_argument
+  /// the user keeps and destroys after the last copy of this group (with ncclCommAbort if a failed
+  /// collective made Strata revoke it: aborted() is then true). Throws std::invalid_argument
   /// for a null communicator, strata::nccl_error if NCCL cannot describe it.
   static process_group borrow(ncclComm_t comm) {
     if (comm == nullptr) throw std::invalid_argument("strata::process_group::borrow: the communicator is null");
