@@ -13,17 +13,23 @@
 // but that first output. The first non-empty segment has no predecessor: it runs the plain CUB
 // call, so a lone segment (one place) is exactly the CUB call. (Scanning lifted elements under
 // run_op directly, as before 2026-12-07, ran at 0.06-0.10x CUB on 2-8 places of an H100.)
+// An inclusive scan whose output type is the accumulator's takes a shorter way (the direct path
+// in scan_by_key_impl): every place scans its own segment at once with the plain CUB call, takes
+// its total from its output and its leading run's length, and after the fold only the leading
+// run of a place that its predecessor's last run continues into is corrected.
 #pragma once
 
 #include <strata/detail/callable.cuh>
 #include <strata/detail/checks.cuh>
 #include <strata/detail/cub_glue.cuh>
 #include <strata/detail/fan_out.cuh>
+#include <strata/detail/first_index.cuh>
 #include <strata/detail/fold.cuh>
 #include <strata/algorithm/scan.cuh>
 #include <strata/distributed_span.cuh>
 #include <strata/tags.cuh>
 
+#include <cub/device/device_for.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
@@ -142,6 +148,55 @@ struct after_seed_writer {
   }
 };
 
+/// !(k[i] == k[i - 1]): a run starts at i (i >= 1).
+template <class K>
+struct key_change {
+  const K* k;
+  __host__ __device__ bool operator()(std::uint64_t i) const { return !(k[i] == k[i - 1]); }
+};
+
+/// The length of a segment's leading run from first_index's answer (no_index: all one run).
+__host__ __device__ inline std::uint64_t leading_run(const std::uint64_t* first_change, std::uint64_t n) {
+  if (n < 2) return n;
+  const std::uint64_t c = *first_change;
+  return c == no_index ? n : c;
+}
+
+/// A segment's total from its own finished keyed scan (the direct path): the last output is the
+/// last run's aggregate, and the segment is one run when its leading run is all of it.
+template <class K, class V>
+struct scanned_total_writer {
+  const K* keys;
+  const V* out;
+  std::uint64_t n;
+  const std::uint64_t* first_change;
+  run_acc<K, V>* slot;
+  __host__ __device__ void operator()(std::uint32_t) const {
+    *slot = run_acc<K, V>{keys[0], keys[n - 1], out[n - 1],
+                          static_cast<unsigned char>(leading_run(first_change, n) == n ? 1 : 0), 0};
+  }
+};
+
+/// The direct path's correction: where the seed's last run continues into the segment, the
+/// segment's leading run (already scanned locally) gets the seed's aggregate in front:
+/// out[j] = op(seed, out[j]) for j below the run's length, `stride` threads striding over it.
+template <class K, class V, class Op>
+struct leading_run_fix {
+  const K* keys;
+  V* out;
+  std::uint64_t n;
+  const std::uint64_t* first_change;
+  const run_acc<K, V>* seed;
+  Op op;
+  std::uint64_t stride;
+  __host__ __device__ void operator()(std::uint64_t t) const {
+    if (!(seed->last == keys[0])) return;
+    const std::uint64_t run = leading_run(first_change, n);
+    const V carry = seed->value;
+    for (std::uint64_t j = t; j < run; j += stride) out[j] = static_cast<V>(op(carry, out[j]));
+  }
+};
+
 template <bool Exclusive, class V, class KR, class VR, class Out, class Op>
 void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Out&& out_r, Op op, const V& init,
                       bool sync) {
@@ -171,8 +226,51 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
   // host, where an extended __device__ lambda cannot tell it.
   const auto vop = stated_result<V>(op);
 
+  // The direct path (an inclusive scan whose output type is the accumulator's): every place but
+  // the last runs CUB's keyed scan of its segment on raw pointers in the totals phase, finds its
+  // leading run's length (one CUB min-reduction over the key changes, kept in the place's
+  // scratch) and takes its total from its own output; after the fold, a place whose seed's last
+  // run continues into it corrects only that leading run. The data is read once (plus the keys
+  // for the leading run) instead of twice through iterators. An exclusive scan, or an output
+  // narrower than the accumulator, cannot be corrected afterwards: it keeps the seeded path.
+  constexpr bool direct = !Exclusive && std::is_same_v<O, V>;
+  std::size_t nonempty = 0, last = 0;
+  for (std::size_t i = 0; i < part.places(); ++i)
+    if (part.count(i) > 0) {
+      ++nonempty;
+      last = i;
+    }
+  const auto plain = [&](std::size_t i, place_state& p) {
+    const auto n = part.count(i);
+    const K* k = keys.segment_at(i).data;
+    const VIn* v = values.segment_at(i).data;
+    O* dst = out.segment_at(i).data;
+    run_cub(p, [&](void* temp, std::size_t& bytes) {
+      if constexpr (Exclusive)
+        return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, init,
+                                                   static_cast<std::int64_t>(n), ::cuda::std::equal_to<>{}, p.stream());
+      else
+        return cub::DeviceScan::InclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, static_cast<std::int64_t>(n),
+                                                   ::cuda::std::equal_to<>{}, p.stream());
+    });
+  };
+  // The first key change of segment i into the place's scratch (nothing to find below 2 elements).
+  const auto find_first_change = [&](std::size_t i, place_state& p) {
+    auto* at = static_cast<std::uint64_t*>(p.scratch(sizeof(std::uint64_t)));
+    const auto n = part.count(i);
+    if (n >= 2) first_index(p, 1, n, key_change<K>{keys.segment_at(i).data}, at);
+    return at;
+  };
+
   const auto total = [&](std::size_t i, place_state& p, acc* slot) {
     const auto n = part.count(i);
+    if constexpr (direct) {
+      plain(i, p);
+      const std::uint64_t* at = find_first_change(i, p);
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+          1u, scanned_total_writer<K, V>{keys.segment_at(i).data, out.segment_at(i).data, n, at, slot}, p.stream()));
+      return;
+    }
     const K* k = keys.segment_at(i).data;
     const auto in = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0),
                                                     count_one<VIn, V>{values.segment_at(i).data});
@@ -189,15 +287,22 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
     const K* k = keys.segment_at(i).data;
     const VIn* v = values.segment_at(i).data;
     O* dst = out.segment_at(i).data;
+    if constexpr (direct) {
+      const bool scanned = nonempty > 1 && i != last;  // in the totals phase
+      if (!scanned) plain(i, p);
+      if (seed == nullptr) return;
+      const std::uint64_t* at = scanned ? static_cast<const std::uint64_t*>(p.scratch(sizeof(std::uint64_t)))
+                                        : find_first_change(i, p);
+      const std::uint64_t stride = n < (std::uint64_t{1} << 18) ? n : (std::uint64_t{1} << 18);
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(stride, leading_run_fix<K, V, decltype(vop)>{k, dst, n, at, seed, vop, stride},
+                                             p.stream()));
+      return;
+    }
+    if (seed == nullptr) {
+      plain(i, p);
+      return;
+    }
     run_cub(p, [&](void* temp, std::size_t& bytes) {
-      if (seed == nullptr) {
-        if constexpr (Exclusive)
-          return cub::DeviceScan::ExclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, init, static_cast<std::int64_t>(n),
-                                                     ::cuda::std::equal_to<>{}, p.stream());
-        else
-          return cub::DeviceScan::InclusiveScanByKey(temp, bytes, k, values_as<V>(v), dst, vop, static_cast<std::int64_t>(n),
-                                                     ::cuda::std::equal_to<>{}, p.stream());
-      }
       const thrust::counting_iterator<std::uint64_t> j(0);
       const auto seeded_keys = thrust::make_transform_iterator(j, seeded_key<K, V>{k, seed});
       const auto seeded_values = thrust::make_transform_iterator(j, seeded_value<K, VIn, V>{v, seed});
