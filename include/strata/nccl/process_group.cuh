@@ -333,11 +333,13 @@ class process_group {
 
   /// Waits until `stream`, on which NCCL work of this group was enqueued, has finished, without
   /// ever hanging on a failed or dead peer: it polls the stream and ncclCommGetAsyncError, and on
-  /// an asynchronous error, or when `timeout` passes first, aborts the communicator and throws
+  /// an asynchronous error, or when `timeout` passes first, stops the communicator and throws
   /// strata::nccl_error naming this rank. Throws strata::cuda_error if the stream's work failed.
-  /// The abort frees NCCL's device memory, which waits for kernels already running on the device:
-  /// NCCL's own kernels (a collective waiting for a dead peer) stop at the abort, but a kernel of
-  /// the user's that never ends holds the throw back until it ends.
+  /// Stopping revokes the communicator (NCCL 2.28+; it stays for shrink(), and Strata waits at most
+  /// timeout() for the revoke to settle) or, where that is not possible, aborts it: the abort frees
+  /// NCCL's device memory, which waits for kernels already running on the device. NCCL's own
+  /// kernels (a collective waiting for a dead peer) stop either way, but a kernel of the user's
+  /// that never ends can hold the throw back until it ends.
   void wait(cudaStream_t stream, std::chrono::milliseconds timeout) const {
     s_->poll([stream] { return cudaStreamQuery(stream); }, "cudaStreamQuery (NCCL work)", timeout);
   }
