@@ -252,17 +252,24 @@ class process_group {
   /// sets throw strata::nccl_error; the containers over its sets stay readable on this rank (the
   /// survivors' elements move onto the new group with strata::salvage), and its communicator is
   /// freed, without waiting for any peer, with the last copy of the group and its sets. Returns
-  /// once every survivor has called it, or throws after waiting timeout() for them (never hangs).
+  /// once every survivor has called it and NCCL has made the new communicator, or throws after
+  /// waiting `limit` for that (never hangs; making a communicator takes seconds, so the default is
+  /// a minute rather than timeout()).
   ///
   /// Throws std::invalid_argument (before any NCCL call) if `lost` is empty, names a rank outside
   /// [0, size()) or twice, or names this rank; strata::nccl_error if the NCCL
   /// loaded is older than 2.27 (no ncclCommShrink) or built without it, if the communicator was
   /// aborted (abort(), or a failure where NCCL could not revoke: before 2.28), if this group's
   /// ranks share a GPU in this process (create_local: NCCL's shrink is not driven from one
-  /// process's threads here), if NCCL fails, or if a survivor did not join within timeout().
-  process_group shrink(const std::vector<int>& lost) const {
+  /// process's threads here), if NCCL fails, or if the survivors did not all join within `limit`.
+  /// A `limit` that is not positive is a std::invalid_argument.
+  process_group shrink(const std::vector<int>& lost,
+                       std::chrono::milliseconds limit = std::chrono::milliseconds(60000)) const {
     const char* who = "strata::process_group::shrink";
     check_shrink_arguments(s_->rank_, s_->size, lost);
+    if (limit.count() <= 0)
+      throw std::invalid_argument("strata::process_group::shrink: a limit of " + std::to_string(limit.count()) +
+                                  " ms; a positive one is needed");
     if (nccl_version() < 22700 || NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0))
       throw nccl_error(ncclInvalidUsage, who, s_->rank_,
                        "needs NCCL 2.27+ (ncclCommShrink), built and loaded; loaded: " + std::to_string(nccl_version()),
@@ -287,12 +294,12 @@ class process_group {
     s_->drop_collective_graphs();  // (graphs holding its collectives would keep the old one busy)
     ncclComm_t made = nullptr;
     bool late = false;
-    const ncclResult_t r = detail::shrink_communicator(s_->comm, excluded, flags, s_->device_, s_->timeout, made, late);
+    const ncclResult_t r = detail::shrink_communicator(s_->comm, excluded, flags, s_->device_, limit, made, late);
     // The old group is retired whatever happened: its communicator is freed by NCCL's abort.
     s_->aborted = s_->revoked = true;
     if (r != ncclSuccess || made == nullptr)
       throw nccl_error(r == ncclSuccess ? ncclInternalError : r, who, s_->rank_,
-                       late ? "the survivors did not all join within " + std::to_string(s_->timeout.count()) + " ms"
+                       late ? "the survivors did not all join within " + std::to_string(limit.count()) + " ms"
                             : std::string("ncclCommShrink failed"),
                        __FILE__, __LINE__);
     auto n = std::make_shared<detail::nccl_link>();
