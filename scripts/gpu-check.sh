@@ -33,8 +33,10 @@
 #                                   one run at a time, failing on any finding or on a run that hits
 #                                   its time cap; log in OUT_DIR/sanitize.log
 #   STRATA_SANITIZE_TESTS, STRATA_SANITIZE_FILTER, STRATA_SANITIZE_TIMEOUT (s per binary and tool,
-#   default 240), STRATA_SANITIZE_JOBS (runs at a time, default 1)
-#                                   choose the binaries, the gtest filter, the cap, the parallelism
+#   default 240), STRATA_SANITIZE_JOBS (runs at a time, default 1), STRATA_SANITIZE_PLACES (the
+#   quick sets' place counts, default 1,3, and 1,3,8 under memcheck)
+#                                   choose the binaries, the gtest filter, the cap, the parallelism,
+#                                   the sets
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/common.sh
@@ -74,7 +76,7 @@ run_ranks() {  # run_ranks N PROGRAM [ARGS]
   env "${ranks_env[@]}" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
     NCCL_NVLS_ENABLE=0 timeout "${STRATA_RANKS_TIMEOUT:-180}" mpirun --oversubscribe ${ranks_env[0]:+-x LD_LIBRARY_PATH} -np "$np" "$@"
 }
-sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_gather gpu_sort gpu_container gpu_errors gpu_faults})
+sanitize_names=(${STRATA_SANITIZE_TESTS:-gpu_reduce gpu_scan gpu_transform gpu_compact gpu_gather gpu_sort gpu_container gpu_errors gpu_faults gpu_nccl})
 targets=()
 [ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
 [ "${STRATA_SKIP_TESTS:-0}" = 1 ] && targets=(strata_bench strata_info)
@@ -113,7 +115,11 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     # under it (H200, 2026-12-04) and that test's hardware-sanity floor (100 GB/s) fails with 0
     # errors reported; it runs under the other three tools.
     [ "$tool" = initcheck ] && skip=$skip:DeviceSet.MeasuredTopologyAndPolicy
-    local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/3.*:Reduce.*:Histogram.*:Scan.*:Transform.*:Copy.*:Compact.*:ReduceByKey.*:Gather.*:Scatter.*:GatherScatter.*:Search.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
+    # gpu_nccl runs its one-rank tests (the group's wait, all-gather, a spanning set of one rank);
+    # the ones that start several ranks (threads sharing the GPU, rank processes) stay out.
+    skip=$skip:Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*:Nccl.ARankKilledMidOperation*:Nccl.SurvivorsShrink*
+    # Typed cases: int32 (0), int64 (1) and float (3), double (4); uint32 (2) shares int32's kernels.
+    local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/1.*:*Typed/3.*:*Typed/4.*:Nccl.*:Reduce.*:Histogram.*:Scan.*:Transform.*:Copy.*:Compact.*:ReduceByKey.*:Gather.*:Scatter.*:GatherScatter.*:Search.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
     # racecheck over the whole sort suite ran past a 200 s cap on the H200 (2026-12-03): under it
     # the sorts run one radix and one comparison-path test, which launch every sort kernel
     # (radix sort, merge sort, DeviceMerge, the exchange's copies) with several places.
@@ -126,7 +132,10 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
       filter="GraphsOnAndOff/Faults.EveryAlgorithmSurfacesAnInjectedFailureAndRecovers/0:Faults.AFailureDuringGraphCapture*"
     # (Every test's start and time are logged, so a capped run shows where it was.)
     local t0=$SECONDS
-    STRATA_TEST_QUICK=1 timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" "${sanitizer_args[@]}" "$build/tests/$name" \
+    # memcheck also sees a set of 8 places (the other tools, slower, keep 1 and 3).
+    local places=1,3
+    [ "$tool" = memcheck ] && places=1,3,8
+    STRATA_TEST_QUICK=1 STRATA_TEST_QUICK_PLACES=${STRATA_SANITIZE_PLACES:-$places} timeout "${STRATA_SANITIZE_TIMEOUT:-240}" "$cs" "${sanitizer_args[@]}" "$build/tests/$name" \
       --gtest_filter="$filter" \
       >"$logs/$tool.$name.log" 2>&1
     echo $? >"$logs/$tool.$name.rc"

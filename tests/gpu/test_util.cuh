@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -22,6 +23,24 @@ namespace strata_test {
 inline bool quick_mode() {
   const char* e = std::getenv("STRATA_TEST_QUICK");
   return e != nullptr && *e != '\0' && *e != '0';
+}
+
+/// The place counts of the sets in quick mode: STRATA_TEST_QUICK_PLACES (a comma-separated list,
+/// e.g. "1,3,8": the sanitizer sweep's memcheck adds 8 places), else 1 and 3. A set of 3 places
+/// with host staging is always added.
+inline std::vector<std::size_t> quick_place_counts() {
+  std::vector<std::size_t> k;
+  if (const char* e = std::getenv("STRATA_TEST_QUICK_PLACES")) {
+    std::string list(e);
+    for (std::size_t at = 0; at < list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      const std::string item = list.substr(at, comma - at);
+      if (!item.empty()) k.push_back(static_cast<std::size_t>(std::stoul(item)));
+      at = comma + 1;
+    }
+  }
+  if (k.empty()) k = {1, 3};
+  return k;
 }
 
 #define STRATA_SKIP_IF_QUICK() \
@@ -83,8 +102,8 @@ inline const std::vector<named_set>& sets() {
   static const std::vector<named_set> s = [] {
     std::vector<named_set> v;
     if (quick_mode()) {
-      v.push_back({"1 place on GPU 0", strata::device_set::repeat(0, 1)});
-      v.push_back({"3 places on GPU 0", strata::device_set::repeat(0, 3)});
+      for (const std::size_t k : quick_place_counts())
+        v.push_back({std::to_string(k) + (k == 1 ? " place" : " places") + " on GPU 0", strata::device_set::repeat(0, k)});
       v.push_back({"3 places on GPU 0, host staging", staged_set(3)});
       return v;
     }
