@@ -295,8 +295,10 @@ class process_group {
     ncclComm_t made = nullptr;
     bool late = false;
     const ncclResult_t r = detail::shrink_communicator(s_->comm, excluded, flags, s_->device_, limit, made, late);
-    // The old group is retired whatever happened: its communicator is freed by NCCL's abort.
+    // The old group is retired whatever happened: its communicator is freed by NCCL's abort, unless
+    // the helper thread may still be inside ncclCommShrink with it (late): then it is left unfreed.
     s_->aborted = s_->revoked = true;
+    if (late) s_->comm = nullptr;
     if (r != ncclSuccess || made == nullptr)
       throw nccl_error(r == ncclSuccess ? ncclInternalError : r, who, s_->rank_,
                        late ? "the survivors did not all join within " + std::to_string(limit.count()) + " ms"
