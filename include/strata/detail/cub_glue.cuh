@@ -24,6 +24,17 @@
 
 static_assert(CUB_VERSION >= 200800, "Strata needs CUB (CCCL) 2.8 or newer");
 
+// cub::DeviceFind::FindIf (the first position where a predicate holds, its blocks stopping once
+// an earlier hit is known): absent from CCCL 3.0, present in 3.5 (the newest Strata is tested with;
+// releases in between are not assumed to have the same call).
+#if CUB_VERSION >= 300500 && __has_include(<cub/device/device_find.cuh>)
+#define STRATA_HAS_CUB_FIND 1
+#include <cub/device/device_find.cuh>
+#include <cuda/stream_ref>
+#else
+#define STRATA_HAS_CUB_FIND 0
+#endif
+
 namespace strata::detail {
 
 /// CUB's offset type for Strata's 64-bit counts.
@@ -106,6 +117,15 @@ struct tabulate_output {
   }
   __host__ __device__ difference_type operator-(const tabulate_output& o) const { return i - o.i; }
 };
+
+#if STRATA_HAS_CUB_FIND
+/// cub::DeviceFind::FindIf on `stream`: writes to `*out` the offset in [0, n) of the first item
+/// of `in` where `hit` holds, or n for none.
+template <class In, class Out, class Hit>
+cudaError_t cub_find_if(void* temp, std::size_t& bytes, In in, Out out, Hit hit, std::uint64_t n, cudaStream_t stream) {
+  return cub::DeviceFind::FindIf(temp, bytes, in, out, hit, n, ::cuda::stream_ref{stream});
+}
+#endif
 
 /// CUB's scan dispatch, with the accumulator type `Acc` and an initial value `init` (cub::NullType
 /// for none); `ForceInclusive` scans inclusively even with an initial value. CCCL 3.4 added

@@ -1,7 +1,8 @@
 // The partials and folds of the first-index algorithms (algorithm/find.cuh): find, find_if,
 // find_if_not, mismatch, is_sorted_until, is_sorted. Per segment, one CUB min-reduction over the
 // segment's indices maps each index to itself where the test holds and to `no_index` elsewhere,
-// so the partial is the segment's first hit (local). On the root the fold takes the first segment,
+// so the partial is the segment's first hit (local); where CUB has DeviceFind (CCCL 3.5), its
+// FindIf gives the same answer and stops early. On the root the fold takes the first segment,
 // in segment order, with a hit and makes its index global with the segment's offset. The sortedness
 // partial also carries the segment's first and last elements, so the fold checks the boundary
 // between consecutive non-empty segments (across places and ranks) without moving any element.
@@ -40,14 +41,33 @@ struct min_index {
   __host__ __device__ std::uint64_t operator()(std::uint64_t a, std::uint64_t b) const { return b < a ? b : a; }
 };
 
-/// Enqueues on `p` the smallest i in [begin, end) with `hit(i)` (no_index if none) into `*out`.
-/// Requires begin < end.
+/// DeviceFind's answer (an offset from `begin`, `n` for none) written as first_index's.
+struct found_at {
+  std::uint64_t* out;
+  std::uint64_t begin, n;
+  template <class Index, class V>
+  __host__ __device__ void operator()(Index, V v) const {
+    const auto at = static_cast<std::uint64_t>(v);
+    *out = at < n ? begin + at : no_index;
+  }
+};
+
+/// Enqueues on `p` the smallest i in [begin, end) with `hit(i)` (no_index if none) into `*out`:
+/// cub::DeviceFind::FindIf where CUB has it (it stops early), else one min-reduction over the
+/// indices. Requires begin < end.
 template <class Hit>
 void first_index(place_state& p, std::uint64_t begin, std::uint64_t end, const Hit& hit, std::uint64_t* out) {
+#if STRATA_HAS_CUB_FIND
+  const tabulate_output<found_at, std::uint64_t> sink{{out, begin, end - begin}, 0};
+  run_cub(p, [&](void* temp, std::size_t& bytes) {
+    return cub_find_if(temp, bytes, thrust::counting_iterator<std::uint64_t>(begin), sink, hit, end - begin, p.stream());
+  });
+#else
   run_cub(p, [&](void* temp, std::size_t& bytes) {
     return reduce_no_init<std::uint64_t>(temp, bytes, thrust::counting_iterator<std::uint64_t>(begin), out, end - begin,
                                          min_index{}, index_if<Hit>{hit}, p.stream());
   });
+#endif
 }
 
 // ---- the tests ------------------------------------------------------------------------
