@@ -5,14 +5,14 @@
 //     (cub::DeviceSegmentedReduce); the k-th smallest of all places' minima, found on the host
 //     (across ranks after the per-place counts' all-gather), is a key that at least k elements
 //     reach (the k chunks with the smallest minima hold k distinct such elements), and for data
-//     in no adversarial order few more. Every place selects the positions of the elements at or
-//     below it (cub::DeviceSelect::FlaggedIf over the positions, the elements as flags, capped); if a place has more than its room (adversarial order, many
+//     in no adversarial order few more. Every place selects the elements at or below it
+//     (cub::DeviceSelect::If, capped); if a place has more than its room (adversarial order, many
 //     equal keys), the radix select below decides instead.
 //  1. Histograms of the next 11 bits of the elements' order-preserving unsigned image (sort's
 //     radix order), counted by cub::DeviceHistogram on every place and added by the array fold
 //     (on the root, across ranks too), narrow down the digit prefix of the k-th element, pass by
 //     pass, until the bucket holding it is small (at most max(2^16, k) elements) or one value.
-//  2. Every place selects its candidates (cub::DeviceSelect::FlaggedIf, as in step 0): the elements
+//  2. Every place selects its candidates (cub::DeviceSelect::If over its positions): the elements
 //     below that bucket (all of them in the answer) and those in it (for one value, at most the
 //     number still needed: the lowest indices win ties). The host waits once for the counts.
 //  3. Every place sorts its candidates (cub::DeviceRadixSort::SortPairs: key image, position;
@@ -115,16 +115,15 @@ struct top_k_digit {
   }
 };
 
-/// Candidate test of an element (the flag of cub::DeviceSelect::FlaggedIf, whose input is the
-/// positions, so the elements are read as flags with the select's own vectorised loads): the key's
-/// top bits below the prefix (`below`), or equal to it.
+/// Candidate position test: the key's top bits below the prefix (`below`), or equal to it.
 template <class T>
 struct top_k_candidate {
+  const T* data;
   radix_key<T> key;
   radix_prefix<radix_unsigned_t<T>> at;
   bool below_only, equal_only;
-  __host__ __device__ bool operator()(const T& x) const {
-    const auto t = at.top(key(x));
+  __host__ __device__ bool operator()(std::uint64_t i) const {
+    const auto t = at.top(key(data[i]));
     if (below_only) return t < at.prefix;
     if (equal_only) return t == at.prefix;
     return t <= at.prefix;
@@ -194,13 +193,13 @@ struct strided_word {
   }
 };
 
-/// Selection test of the sample path (a FlaggedIf flag, as top_k_candidate): the element's key is
-/// at most the threshold.
+/// Selection test of the sample path: the element's key is at most the threshold.
 template <class T>
 struct key_at_most {
+  const T* data;
   radix_key<T> key;
   radix_unsigned_t<T> threshold;
-  __host__ __device__ bool operator()(const T& x) const { return key(x) <= threshold; }
+  __host__ __device__ bool operator()(std::uint64_t i) const { return key(data[i]) <= threshold; }
 };
 
 /// keys[j] = key(data[positions[j]]).
@@ -369,9 +368,8 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
       const auto b = scratch_of(p, seg.count);
       const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, nullptr, room}, 0};
       run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceSelect::FlaggedIf(temp, bytes, positions, seg.data, sink, count,
-                                            static_cast<std::int64_t>(seg.count), key_at_most<T>{key, threshold},
-                                            p.stream());
+        return cub::DeviceSelect::If(temp, bytes, positions, sink, count, static_cast<std::int64_t>(seg.count),
+                                     key_at_most<T>{seg.data, key, threshold}, p.stream());
       });
     });
     sampled = std::all_of(candidates.begin(), candidates.end(), [&](std::uint64_t c) { return c <= room; });
@@ -390,14 +388,14 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
         const auto n = static_cast<std::int64_t>(seg.count);
         std::uint64_t* first_count = words + i;
         run_cub(p, [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceSelect::FlaggedIf(temp, bytes, positions, seg.data, b.pos, first_count, n,
-                                              top_k_candidate<T>{key, at, one_value, false}, p.stream());
+          return cub::DeviceSelect::If(temp, bytes, positions, b.pos, first_count, n,
+                                       top_k_candidate<T>{seg.data, key, at, one_value, false}, p.stream());
         });
         if (!one_value) return;
         const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, first_count, equal_cap}, 0};
         run_cub(p, [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceSelect::FlaggedIf(temp, bytes, positions, seg.data, sink, words + part.places() + i, n,
-                                              top_k_candidate<T>{key, at, false, true}, p.stream());
+          return cub::DeviceSelect::If(temp, bytes, positions, sink, words + part.places() + i, n,
+                                       top_k_candidate<T>{seg.data, key, at, false, true}, p.stream());
         });
       });
     });
@@ -486,7 +484,7 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
 /// NaNs last; equal elements in index order, so the lowest indices win ties). For k up to 2^16 a
 /// sample pass (cub::DeviceSegmentedReduce of strided chunks, about 4k / (k + 2^16) of the data)
 /// gives a threshold at least k elements reach, and every place selects the elements at or below
-/// it (cub::DeviceSelect::FlaggedIf over the positions, the elements as flags); where that leaves a place too many (data in an adversarial order,
+/// it (cub::DeviceSelect::If); where that leaves a place too many (data in an adversarial order,
 /// many equal elements), and for larger k, a radix select (one cub::DeviceHistogram pass of 11
 /// bits over every place per step, combined by the array fold) finds the bucket holding the k-th
 /// element and every place selects from it. Every place then sorts its candidates with
