@@ -148,7 +148,9 @@ distributed_vector<range_value_t<R>> salvage(const R& old, const std::vector<int
   for (std::size_t i = 0; i < set.size(); ++i) ++places[static_cast<std::size_t>(set.owner_rank(i))];
   const partition holding = partition::explicit_sizes(total, detail::holding_layout(held, places));
 
-  // This rank's old segments, in order, after their work (this rank's places only).
+  // This rank's old segments, in order, after their work (this rank's places only). Waited for
+  // place by place rather than with from.synchronize(): the old set's wait also checks its ranks
+  // (the sticky missing-rank word), which throws on a set whose group failed, the very case here.
   std::vector<segment<const T>> own;
   for (const auto& s : in.segments())
     if (from.is_local(s.place) && s.count > 0) {
