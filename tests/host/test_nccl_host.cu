@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 TEST(NcclHost, ErrorNamesTheCallTheRankAndNcclsMessage) {
@@ -172,4 +175,35 @@ TEST(NcclHost, LostRangesAndTheSurvivorsLayoutMatchAnElementByElementReference) 
     }
     EXPECT_EQ(at, layout.size());
   }
+}
+
+// The one bounded wait of the NCCL layer (destroy and shrink go through it): a call that finishes
+// in time hands back its result; one that does not leaves the caller after the timeout, and what
+// it returns later goes to the too-late handler on its own thread, never to the caller.
+TEST(NcclHost, BoundedCallReturnsInTimeOrHandsALateResultToItsHandler) {
+  using namespace std::chrono_literals;
+  int got = -1;
+  EXPECT_EQ(strata::detail::bounded_call(0, 5000ms, [] { return 7; }, [](int) { ADD_FAILURE(); }, got),
+            strata::detail::bounded_outcome::finished);
+  EXPECT_EQ(got, 7);
+
+  auto late_value = std::make_shared<std::atomic<int>>(-1);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  got = -1;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto how = strata::detail::bounded_call(
+      0, 100ms,
+      [release] {
+        while (!release->load()) std::this_thread::sleep_for(1ms);
+        return 11;
+      },
+      [late_value](int v) { late_value->store(v); }, got);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(how, strata::detail::bounded_outcome::late);
+  EXPECT_EQ(got, -1);  // (nothing handed to the caller)
+  EXPECT_GE(waited, 100ms);
+  EXPECT_LT(waited, 3000ms);
+  release->store(true);
+  for (int i = 0; i < 5000 && late_value->load() < 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(late_value->load(), 11);
 }
