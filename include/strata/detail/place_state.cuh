@@ -76,17 +76,7 @@ class place_state {
   /// Grown on demand (1.5x, to amortise) and reused across calls: a warm place allocates
   /// nothing. Growing waits for the stream first, since queued kernels may still use the old
   /// buffer. Call with the place's device current.
-  void* temp_storage(std::size_t bytes) {
-    if (bytes <= temp_bytes_) return temp_;
-    if (capturing) throw capture_abort{};  // cannot synchronise or allocate inside a capture
-    synchronize();
-    const std::size_t grown = bytes + bytes / 2;
-    void* fresh = device_allocate(device_, grown);
-    device_free(device_, temp_);
-    temp_ = fresh;
-    temp_bytes_ = grown;
-    return temp_;
-  }
+  void* temp_storage(std::size_t bytes) { return cached(temp_, temp_bytes_, bytes, bytes + bytes / 2); }
 
   /// Scratch of at least `bytes` for the element buffers of algorithms that need a second copy of
   /// a segment (sort), kept and reused like the temp storage, so that repeated calls allocate
@@ -138,18 +128,20 @@ class place_state {
 
  private:
   // A buffer of at least `bytes` in `buf` (holding `have`): kept if large enough, else freed after
-  // the stream's queued work and allocated anew.
-  void* cached(void*& buf, std::size_t& have, std::size_t bytes) {
+  // the stream's queued work and `grown` (>= bytes) allocated anew. The one growth rule of the
+  // temp storage, the scratch and the lookup table.
+  void* cached(void*& buf, std::size_t& have, std::size_t bytes, std::size_t grown) {
     if (bytes <= have) return buf;
     if (capturing) throw capture_abort{};  // cannot synchronise or allocate inside a capture
     synchronize();
     device_free(device_, buf);
     buf = nullptr;
     have = 0;
-    buf = device_allocate(device_, bytes);
-    have = bytes;
+    buf = device_allocate(device_, grown);
+    have = grown;
     return buf;
   }
+  void* cached(void*& buf, std::size_t& have, std::size_t bytes) { return cached(buf, have, bytes, bytes); }
 
   cudaEvent_t lazy_event(std::size_t k) {
     if (k >= lazy_events_.size()) lazy_events_.resize(k + 1, nullptr);
