@@ -9,6 +9,7 @@
 #include <functional>
 #include <cstdio>
 #include <numeric>
+#include <vector>
 
 using namespace strata_test;
 
@@ -305,6 +306,84 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
               static_cast<unsigned long long>(set.state().graphs.captures - captures_before),
               static_cast<unsigned long long>(set.state().graphs.replays));
   set.synchronize();
+  expect_no_leak(live_before);
+}
+
+// docs/errors.md: a sort that cannot allocate fails "before any key moves: the range is
+// unchanged", and on a staged set what the exchange needs (the pinned staging ring) is allocated
+// in that same phase. Every allocation a first sort makes on a fresh staged set (radix path,
+// comparison path, and by key) is failed in turn, each on a set of its own with empty caches: the
+// failure must surface, the keys (and values) must be exactly as they were, the next sort must be
+// right, and nothing may stay allocated once the sets are gone.
+TEST(Faults, AFirstStagedSortThatCannotAllocateLeavesTheRangeUnchanged) {
+  using strata::detail::fault_injector;
+  using strata::detail::fault_site;
+  auto& inj = strata::detail::faults();
+  strata::device_set_options options;
+  options.force_host_staging = true;
+  const std::uint64_t n = 300007;
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<std::int64_t> h = random_vector<std::int64_t>(n, seed);
+  for (std::uint64_t i = 0; i < n; ++i) h[i] = h[i] * 100003 + static_cast<std::int64_t>(i % 100003);
+  std::vector<std::int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), std::int64_t{0});
+  std::vector<std::int64_t> by_less = h, by_abs = h;
+  std::sort(by_less.begin(), by_less.end());
+  std::sort(by_abs.begin(), by_abs.end(), abs_then_value{});
+  std::vector<std::int64_t> ids_by_key = ids;  // the values of a stable sort by key, ascending
+  std::stable_sort(ids_by_key.begin(), ids_by_key.end(), [&](std::int64_t a, std::int64_t b) { return h[a] < h[b]; });
+  const char* const names[] = {"sort (radix path)", "sort (comparison path)", "stable_sort_by_key"};
+  const auto live_before = live_allocations::now();
+  for (int path = 0; path < 3; ++path) {
+    SCOPED_TRACE(names[path]);
+    // Sorts keys (and values), then checks them against the host's; false if wrong.
+    const auto run = [&](strata::distributed_vector<std::int64_t>& keys, strata::distributed_vector<std::int64_t>& values) {
+      if (path == 0) strata::sort(keys);
+      if (path == 1) strata::sort(keys, abs_then_value{});
+      if (path == 2) strata::stable_sort_by_key(keys, values);
+    };
+    const auto right = [&](strata::distributed_vector<std::int64_t>& keys, strata::distributed_vector<std::int64_t>& values) {
+      if (path == 2) return host_copy(keys) == by_less && host_copy(values) == ids_by_key;
+      return host_copy(keys) == (path == 0 ? by_less : by_abs);
+    };
+    long allocations = 0;
+    {
+      const auto set = private_set(3, options);
+      strata::distributed_vector<std::int64_t> keys(h, set), values(ids, set);
+      const auto pinned_before = strata::detail::counters().host_allocs.load();
+      inj.count(fault_site::allocation);
+      run(keys, values);
+      inj.disarm();
+      allocations = inj.calls(fault_injector::any_place);
+      ASSERT_TRUE(right(keys, values)) << "wrong without a fault";
+      EXPECT_GT(strata::detail::counters().host_allocs.load(), pinned_before)
+          << "a first staged sort allocated no pinned memory: the staging ring is not among the failures";
+    }
+    ASSERT_GT(allocations, 0);
+    for (long nth = 0; nth < allocations; ++nth) {
+      SCOPED_TRACE("allocation " + std::to_string(nth) + " of " + std::to_string(allocations));
+      const auto set = private_set(3, options);
+      strata::distributed_vector<std::int64_t> keys(h, set), values(ids, set);
+      inj.arm(fault_injector::any_place, nth, cudaErrorMemoryAllocation, fault_site::allocation);
+      bool threw = false;
+      try {
+        run(keys, values);
+      } catch (const strata::cuda_error& e) {
+        threw = true;
+        EXPECT_EQ(e.code(), cudaErrorMemoryAllocation) << e.what();
+      }
+      const bool fired = inj.fired() > 0;
+      inj.disarm();
+      EXPECT_TRUE(fired) << "the allocation counted in the dry run was not made";
+      EXPECT_EQ(threw, fired) << "an injected allocation failure was swallowed";
+      set.synchronize();
+      EXPECT_TRUE(host_copy(keys) == h) << "the keys changed although the sort failed while allocating";
+      if (path == 2) EXPECT_TRUE(host_copy(values) == ids) << "the values changed although the sort failed";
+      run(keys, values);
+      EXPECT_TRUE(right(keys, values)) << "wrong after the failure";
+    }
+  }
   expect_no_leak(live_before);
 }
 
