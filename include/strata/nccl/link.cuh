@@ -14,6 +14,19 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+// Weak references to NCCL's newer entry points. A program built with a newer nccl.h may link and
+// load an older libnccl (the GPU machine lent to this project pairs the CUDA toolkit's NCCL 2.28
+// header with an older system libnccl, which has no ncclCommRevoke): the link must not fail, and
+// at run time a missing entry point (null) is treated as an NCCL too old for it. The dynamic
+// linker still binds them to a newer NCCL loaded first (LD_LIBRARY_PATH).
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+extern "C" ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) __attribute__((weak));
+#endif
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                       ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) __attribute__((weak));
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -138,7 +151,8 @@ class nccl_link final : public rank_link {
     if (aborted || comm == nullptr) return;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
     int runtime = 0;
-    if (hub == nullptr && ncclGetVersion(&runtime) == ncclSuccess && runtime >= NCCL_VERSION(2, 28, 0)) {
+    if (hub == nullptr && ncclCommRevoke != nullptr && ncclGetVersion(&runtime) == ncclSuccess &&
+        runtime >= NCCL_VERSION(2, 28, 0)) {
       drop_collective_graphs();  // (as for abort)
       if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) == ncclSuccess) {
         const auto start = std::chrono::steady_clock::now();
@@ -386,6 +400,16 @@ void nccl_link::launch(const char* who, F&& enqueue) {
     device_guard g(device_);
     enqueue();
   }, timeout, who);
+}
+
+/// Whether this program was built with an NCCL that has ncclCommShrink (2.27+) and the NCCL it
+/// loaded has it too.
+inline bool nccl_has_shrink() noexcept {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  return ncclCommShrink != nullptr;
+#else
+  return false;
+#endif
 }
 
 /// How a bounded_call ended.
