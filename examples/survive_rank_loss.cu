@@ -17,11 +17,16 @@
 #include <strata/nccl.cuh>
 #include <strata/strata.cuh>
 
+#include <cuda/functional>
+#include <cuda/std/functional>
+
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -95,16 +100,25 @@ int rank_main(int rank, int ranks, const ncclUniqueId& id) {
 
   const std::int64_t kept_sum = strata::reduce(kept);
   strata::sort(kept, cuda::std::greater<std::int64_t>{});
-  std::int64_t expected = 0;  // the host's sum of what survived
+  // Collectives, as everything on a set spanning processes (get(0) would read rank 0's element:
+  // only rank 0 may).
+  const bool sorted = strata::is_sorted(kept, cuda::std::greater<std::int64_t>{});
+  const std::int64_t largest = strata::reduce(kept, std::numeric_limits<std::int64_t>::min(), cuda::maximum<>{});
+  std::int64_t expected = 0, expected_largest = std::numeric_limits<std::int64_t>::min();  // the host's
   std::vector<char> gone(n, 0);
   for (const strata::index_range& r : strata::lost_ranges(x, lost))
     for (std::uint64_t i = r.offset; i < r.offset + r.count; ++i) gone[i] = 1;
-  for (std::uint64_t i = 0; i < n; ++i) expected += gone[i] ? 0 : h[i];
-  std::printf("rank %d is now rank %d of %d: %llu elements kept, sum %lld (expected %lld), largest %lld\n", rank,
-              survivors.rank(), survivors.size(), static_cast<unsigned long long>(kept.size()),
-              static_cast<long long>(kept_sum), static_cast<long long>(expected),
-              static_cast<long long>(kept.get(0)));
-  return kept_sum == expected ? 0 : 1;
+  for (std::uint64_t i = 0; i < n; ++i)
+    if (!gone[i]) {
+      expected += h[i];
+      expected_largest = std::max(expected_largest, h[i]);
+    }
+  std::printf("rank %d is now rank %d of %d: %llu elements kept, sum %lld (expected %lld), largest %lld (expected "
+              "%lld), sorted in descending order: %s\n",
+              rank, survivors.rank(), survivors.size(), static_cast<unsigned long long>(kept.size()),
+              static_cast<long long>(kept_sum), static_cast<long long>(expected), static_cast<long long>(largest),
+              static_cast<long long>(expected_largest), sorted ? "yes" : "no");
+  return kept_sum == expected && largest == expected_largest && sorted ? 0 : 1;
 }
 
 }  // namespace
