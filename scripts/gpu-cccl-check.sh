@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU tests against other CCCL releases than the toolkit's: for each CCCL given (a folder
-# holding cub/, thrust/, cuda/ headers, or a .tar.xz of one, as .ci/run installs them from PyPI),
+# holding cub/, thrust/, cuda/ headers, or a .tar.xz of one: scripts/device-carry.sh makes them from
+# the PyPI pins in scripts/cccl-pins.txt, which .ci/run builds with),
 # build the GPU test binaries and examples that CI compiles with it (its headers put before the
 # toolkit's), run them (STRATA_TEST_QUICK sizes; staged as well with STRATA_DISABLE_P2P=1) and the
 # host tests, and write the logs into OUT_DIR. Prints NAME_rc=N per CCCL (0: built and passed).
