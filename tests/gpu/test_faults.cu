@@ -60,6 +60,28 @@ std::vector<long> fault_points(long calls, long most) {
   return at;
 }
 
+// One injected failure: arms the injector for the `nth` call at `site` made for `place`, runs
+// `call`, disarms. Whether the failure fired, and whether `call` threw strata::cuda_error (with
+// the injected code: checked here).
+struct one_fault {
+  bool fired, threw;
+};
+one_fault inject_once(int place, long nth, cudaError_t code, strata::detail::fault_site site,
+                      const std::function<void()>& call) {
+  auto& inj = strata::detail::faults();
+  inj.arm(place, nth, code, site);
+  bool threw = false;
+  try {
+    call();
+  } catch (const strata::cuda_error& e) {
+    threw = true;
+    EXPECT_EQ(e.code(), code) << e.what();
+  }
+  const bool fired = inj.fired() > 0;
+  inj.disarm();
+  return {fired, threw};
+}
+
 template <class R>
 std::vector<std::remove_const_t<strata::range_value_t<R>>> host_copy(const R& v) {
   std::vector<std::remove_const_t<strata::range_value_t<R>>> h(v.size());
@@ -365,16 +387,8 @@ TEST(Faults, AFirstStagedSortThatCannotAllocateLeavesTheRangeUnchanged) {
       SCOPED_TRACE("allocation " + std::to_string(nth) + " of " + std::to_string(allocations));
       const auto set = private_set(3, options);
       strata::distributed_vector<std::int64_t> keys(h, set), values(ids, set);
-      inj.arm(fault_injector::any_place, nth, cudaErrorMemoryAllocation, fault_site::allocation);
-      bool threw = false;
-      try {
-        run(keys, values);
-      } catch (const strata::cuda_error& e) {
-        threw = true;
-        EXPECT_EQ(e.code(), cudaErrorMemoryAllocation) << e.what();
-      }
-      const bool fired = inj.fired() > 0;
-      inj.disarm();
+      const auto [fired, threw] = inject_once(fault_injector::any_place, nth, cudaErrorMemoryAllocation,
+                                              fault_site::allocation, [&] { run(keys, values); });
       EXPECT_TRUE(fired) << "the allocation counted in the dry run was not made";
       EXPECT_EQ(threw, fired) << "an injected allocation failure was swallowed";
       set.synchronize();
@@ -434,15 +448,9 @@ TEST(Faults, AFailedEraseIfKeepsTheContainersLayout) {
         const auto set = set_for_run();
         strata::distributed_vector<std::int64_t> v(h, set, policy);
         const auto counts = v.partition().counts();
-        inj.arm(place, nth, site == fault_site::allocation ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure, site);
-        bool threw = false;
-        try {
-          (void)strata::erase_if(v, is_odd{});
-        } catch (const strata::cuda_error&) {
-          threw = true;
-        }
-        const bool fired = inj.fired() > 0;
-        inj.disarm();
+        const auto [fired, threw] =
+            inject_once(place, nth, site == fault_site::allocation ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure,
+                        site, [&] { (void)strata::erase_if(v, is_odd{}); });
         // (Allocations on a fresh set are the same in every run; a checked call may be a wait's
         // poll, made as often as the timing wants.)
         if (site == fault_site::allocation) EXPECT_TRUE(fired) << "the allocation counted in the dry run was not made";

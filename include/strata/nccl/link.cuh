@@ -45,6 +45,23 @@ extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, i
 
 namespace strata::detail {
 
+/// Whether this program was built with an NCCL that has ncclCommRevoke (2.28+) / ncclCommShrink
+/// (2.27+) and the NCCL it loaded has it too (the weak reference above is bound).
+inline bool nccl_has_revoke() noexcept {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+  return ncclCommRevoke != nullptr;
+#else
+  return false;
+#endif
+}
+inline bool nccl_has_shrink() noexcept {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+  return ncclCommShrink != nullptr;
+#else
+  return false;
+#endif
+}
+
 class shared_gpu_ranks;
 
 /// One NCCL rank's transport: the communicator, this rank's place in it, its timeout, and the
@@ -150,9 +167,7 @@ class nccl_link final : public rank_link {
   void give_up() noexcept {
     if (aborted || comm == nullptr) return;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-    int runtime = 0;
-    if (hub == nullptr && ncclCommRevoke != nullptr && ncclGetVersion(&runtime) == ncclSuccess &&
-        runtime >= NCCL_VERSION(2, 28, 0)) {
+    if (hub == nullptr && nccl_has_revoke()) {  // (bound only where the loaded NCCL has it)
       drop_collective_graphs();  // (as for abort)
       if (ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT) == ncclSuccess) {
         const auto start = std::chrono::steady_clock::now();
@@ -400,16 +415,6 @@ void nccl_link::launch(const char* who, F&& enqueue) {
     device_guard g(device_);
     enqueue();
   }, timeout, who);
-}
-
-/// Whether this program was built with an NCCL that has ncclCommShrink (2.27+) and the NCCL it
-/// loaded has it too.
-inline bool nccl_has_shrink() noexcept {
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
-  return ncclCommShrink != nullptr;
-#else
-  return false;
-#endif
 }
 
 /// How a bounded_call ended.
