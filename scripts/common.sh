@@ -2,13 +2,14 @@
 # GPU build and the one set of compute-sanitizer options, so the probe checks what the sweep does.
 
 # strata_build BUILD_DIR [TARGET ...]: configure (Ninja, Release, STRATA_CUDA_ARCHITECTURES,
-# default native) and build the targets given, or everything, with all cores.
+# default native; STRATA_CMAKE_EXTRA: further options) and build the targets given, or everything,
+# with all cores.
 strata_build() {
   local build=$1 targets=()
   shift
   [ $# -gt 0 ] && targets=(--target "$@")
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_DEVELOPER=ON -DSTRATA_FULL_TESTS=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="${STRATA_CUDA_ARCHITECTURES:-native}" &&
+    -DCMAKE_CUDA_ARCHITECTURES="${STRATA_CUDA_ARCHITECTURES:-native}" ${STRATA_CMAKE_EXTRA:-} &&
     cmake --build "$build" -j"$(nproc)" "${targets[@]}"
 }
 

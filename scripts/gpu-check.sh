@@ -32,6 +32,7 @@
 #                                   memcheck (leak check on), racecheck, initcheck and synccheck,
 #                                   one run at a time, failing on any finding or on a run that hits
 #                                   its time cap; log in OUT_DIR/sanitize.log
+#   STRATA_SANITIZE_RANKS=0         leave out the sweep's 2-rank memcheck of gpu_nccl_ranks under mpirun
 #   STRATA_SANITIZE_TESTS, STRATA_SANITIZE_TOOLS, STRATA_SANITIZE_FILTER, STRATA_SANITIZE_TIMEOUT (s per binary and tool,
 #   default 240), STRATA_SANITIZE_JOBS (runs at a time, default 1), STRATA_SANITIZE_PLACES (the
 #   quick sets' place counts, default 1,3, and 1,3,8 under memcheck)
@@ -81,9 +82,13 @@ targets=()
 [ $sanitize -eq 1 ] && targets=("${sanitize_names[@]}")  # the sweep needs only its binaries
 [ "${STRATA_SKIP_TESTS:-0}" = 1 ] && targets=(strata_bench strata_info)
 
+# Tests only (STRATA_SKIP_BENCH=1, no sweep): the benchmarks are not built (their translation unit
+# is the build's longest); a later run that benchmarks turns them back on.
+bench_opt=-DSTRATA_BUILD_BENCHMARKS=ON
+[ "${STRATA_SKIP_BENCH:-0}" = 1 ] && [ $sanitize -eq 0 ] && [ "${STRATA_SKIP_TESTS:-0}" != 1 ] && bench_opt=-DSTRATA_BUILD_BENCHMARKS=OFF
 {
   nvidia-smi || true
-  strata_build "$build" "${targets[@]}"
+  STRATA_CMAKE_EXTRA="$bench_opt" strata_build "$build" "${targets[@]}"
 } >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -40 "$out/build.log"; status=1; }
 
 if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
@@ -117,7 +122,7 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
     [ "$tool" = initcheck ] && skip=$skip:DeviceSet.MeasuredTopologyAndPolicy
     # gpu_nccl runs its one-rank tests (the group's wait, all-gather, a spanning set of one rank);
     # the ones that start several ranks (threads sharing the GPU, rank processes) stay out.
-    skip=$skip:Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*:Nccl.ARankKilledMidOperation*:Nccl.SurvivorsShrink*
+    skip=$skip:Nccl.RanksOnThreadsOfOneProcess*:Nccl.ThreadRankThatStops*:Nccl.ARankKilledMidOperation*:Nccl.AnNcclCallFailingOnOneRank*:Nccl.SurvivorsShrink*
     # Typed cases: int32 (0), int64 (1) and float (3), double (4); uint32 (2) shares int32's kernels.
     local filter="${STRATA_SANITIZE_FILTER:-*Typed/0.*:*Typed/1.*:*Typed/3.*:*Typed/4.*:Nccl.*:Reduce.*:Histogram.*:Scan.*:Transform.*:Copy.*:Compact.*:ReduceByKey.*:Gather.*:Scatter.*:GatherScatter.*:Search.*:Sort.*:Redistribute.*:Container.*:DeviceSet.*:Errors.*:Concurrency.*:*Faults*:$skip}"
     # racecheck over the whole sort suite ran past a 200 s cap on the H200 (2026-12-03): under it
@@ -173,6 +178,26 @@ if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
       [ "$rc" -ne 0 ] && status=1
     done
   done
+  # Several ranks, one sanitizer per rank under mpirun (memcheck, API errors not reported as for
+  # gpu_nccl): the multi-rank tests of gpu_nccl_ranks with 2 ranks, where the machine can run them
+  # (STRATA_SANITIZE_RANKS=0 leaves them out). A run that cannot start is reported and fails too.
+  if [ "${STRATA_SANITIZE_RANKS:-1}" = 1 ]; then
+    cmake --build "$build" --target gpu_nccl_ranks strata_nccl_host_tests >/dev/null 2>&1 || true  # (ranks_allowed asks the latter)
+    if [ -x "$build/tests/gpu_nccl_ranks" ] && ranks_allowed 2; then
+      t0=$SECONDS
+      STRATA_TEST_QUICK=1 run_ranks 2 "$cs" --tool memcheck --error-exitcode 1 --leak-check full --report-api-errors no \
+        "$build/tests/gpu_nccl_ranks" >"$logs/memcheck.gpu_nccl_ranks.log" 2>&1
+      rc=$?
+      [ "$rc" -eq 0 ] && grep -q "Running 0 tests" "$logs/memcheck.gpu_nccl_ranks.log" && rc=1
+      { echo "=== memcheck gpu_nccl_ranks, 2 ranks ==="; cat "$logs/memcheck.gpu_nccl_ranks.log"; } >>"$out/sanitize.log"
+      echo "=== memcheck gpu_nccl_ranks (2 ranks, one sanitizer each) rc=$rc === ($((SECONDS - t0)) s)" | tee -a "$out/sanitize.log"
+      [ "$rc" -eq 124 ] && echo "    (time cap reached: this run is incomplete, which fails the sweep too)" | tee -a "$out/sanitize.log"
+      [ "$rc" -ne 0 ] && status=1
+    else
+      echo "memcheck of gpu_nccl_ranks with 2 ranks not run: ${ranks_why:-no gpu_nccl_ranks binary (no MPI?)}" | tee -a "$out/sanitize.log"
+      [ "${STRATA_ALLOW_MISSING_RANKS:-0}" = 1 ] || status=1
+    fi
+  fi
   echo "sanitizer sweep: $((SECONDS - start)) s"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Internal Sanitizer Error" "$out/sanitize.log" | sort | uniq -c
 elif [ $status -eq 0 ]; then
@@ -222,13 +247,14 @@ elif [ $status -eq 0 ]; then
           rc=1
         fi
         echo "threads_rc=$rc"
-        # Three rank processes, one killed mid-operation, and the survivors shrinking the group
+        # Three rank processes, one killed mid-operation or failing one of its NCCL calls, and the
+        # survivors shrinking the group
         # (tests/gpu/test_nccl.cu): its own line, so
         # that a hang there (bounded by the test: 45 s per scenario, none after the first hang)
         # does not hide the threaded tests' result.
         echo "=== gpu_nccl, a rank process killed mid-operation ==="
         env "${ranks_env[@]}" NCCL_MULTI_RANK_GPU_ENABLE=1 NCCL_NVLS_ENABLE=0 timeout 300 \
-          "$build/tests/gpu_nccl" --gtest_filter='Nccl.ARankKilledMidOperation*:Nccl.SurvivorsShrink*' >"$out/rank_death.log" 2>&1
+          "$build/tests/gpu_nccl" --gtest_filter='Nccl.ARankKilledMidOperation*:Nccl.AnNcclCallFailingOnOneRank*:Nccl.SurvivorsShrink*' >"$out/rank_death.log" 2>&1
         rc=$?
         grep -E "^\[  (OK|FAILED|SKIPPED) |Failure|hung|exit code|rank [0-9]:" "$out/rank_death.log" | head -90
         if [ "$rc" -eq 0 ] && grep -q "\[  SKIPPED \]" "$out/rank_death.log" && [ "${STRATA_ALLOW_MISSING_RANKS:-0}" != 1 ]; then

@@ -102,8 +102,11 @@ class active_place_scope {
 
 #ifdef STRATA_ENABLE_FAULT_INJECTION
 /// Where an injected failure may land: any checked CUDA call (STRATA_CUDA_CHECK, and Strata's
-/// own device and pinned allocations), or only those allocations.
-enum class fault_site { any_call, allocation };
+/// own device and pinned allocations), only those allocations, or only the NCCL layer's calls
+/// (STRATA_NCCL_CHECK: communicator set-up and queries, collectives, sends and receives, group
+/// bounds; not the polls of a wait, made as often as timing wants, nor the teardown calls). An injected NCCL failure is not
+/// made at all and reads ncclSystemError; any_call does not count NCCL calls.
+enum class fault_site { any_call, allocation, nccl_call };
 
 /// Test-only (compiled with STRATA_ENABLE_FAULT_INJECTION): makes the Nth checked CUDA call (or
 /// the Nth allocation) made for a chosen place report `error`, as if that call had failed. It can
@@ -168,6 +171,7 @@ class fault_injector {
     if (e != cudaSuccess) return e;
     std::lock_guard<std::mutex> l(m_);
     if (site_ == fault_site::allocation && site != fault_site::allocation) return e;
+    if ((site_ == fault_site::nccl_call) != (site == fault_site::nccl_call)) return e;
     const int here = active_place();
     if (counting_) {
       if (here >= 0 && here < max_counted_places)

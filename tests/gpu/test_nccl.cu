@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
@@ -67,6 +68,84 @@ TEST(Nccl, AWaitNeverHangsAndAbortsTheGroup) {
   const std::uint64_t one = 1;
   std::uint64_t out = 0;
   EXPECT_THROW(g.all_gather(&one, sizeof one, &out), strata::nccl_error);
+}
+
+// Every NCCL call an operation makes can fail (the fault injector's nccl_call site; the call is
+// not made), here on a group of one rank with a set of three places over it: the operation throws
+// strata::nccl_error at once, the group is stopped (aborted()), a later call on it throws
+// nccl_error at once, the group goes without hanging, and nothing Strata allocated is left. Up to
+// 8 (4 in quick mode) of each operation's NCCL calls fail in turn (the first and the last among
+// them), each on a fresh group. Runs with any NCCL (one rank per GPU).
+TEST(Nccl, EveryNcclCallOfAnOperationCanFailAndStopsTheGroup) {
+  using strata::detail::fault_injector;
+  using strata::detail::fault_site;
+  auto& inj = strata::detail::faults();
+  const std::uint64_t n = 300007;
+  const auto h = random_vector<std::int64_t>(n, fresh_seed());
+  std::vector<std::int64_t> sorted(h);
+  std::sort(sorted.begin(), sorted.end());
+  std::int64_t sum = 0;
+  for (const auto x : h) sum += x;
+  const char* names[] = {"reduce", "sort", "copy between layouts"};
+  const auto run = [&](const strata::device_set& set, int op) {
+    strata::distributed_vector<std::int64_t> x(h, set);
+    switch (op) {
+      case 0:
+        return strata::reduce(x) == sum;
+      case 1:
+        strata::sort(x);
+        return x.to_std_vector() == sorted;
+      default: {
+        strata::distributed_vector<std::int64_t> y(n, set, strata::partition_policy::weighted({1, 2, 4}));
+        strata::copy(x, y);
+        return y.to_std_vector() == h;
+      }
+    }
+  };
+  const auto live_before = live_allocations::now();
+  for (int op = 0; op < 3; ++op) {
+    SCOPED_TRACE(names[op]);
+    long calls = 0;
+    {
+      auto g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
+      const auto set = strata::spanning_set(g, 3);
+      ASSERT_TRUE(run(set, op));  // warm
+      inj.count(fault_site::nccl_call);
+      const bool right = run(set, op);
+      inj.disarm();
+      ASSERT_TRUE(right);
+      calls = inj.calls(fault_injector::any_place);
+    }
+    ASSERT_GT(calls, 0) << "the operation made no NCCL call on a set spanning a group";
+    const long tries = std::min(calls, quick_mode() ? 4L : 8L);  // (4 under STRATA_TEST_QUICK: the sanitizers run it)
+    for (long t = 0; t < tries; ++t) {
+      const long nth = tries == 1 ? 0 : t * (calls - 1) / (tries - 1);
+      SCOPED_TRACE("NCCL call " + std::to_string(nth) + " of " + std::to_string(calls));
+      auto g = strata::process_group::create(strata::nccl_unique_id(), 0, 1, 0);
+      {
+        const auto set = strata::spanning_set(g, 3);
+        ASSERT_TRUE(run(set, op));  // warm, as in the count
+        inj.arm(fault_injector::any_place, nth, cudaErrorLaunchFailure, fault_site::nccl_call);
+        const auto t0 = std::chrono::steady_clock::now();
+        bool threw = false;
+        try {
+          (void)run(set, op);
+        } catch (const strata::nccl_error& e) {
+          threw = true;
+          EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << "slow to throw: " << e.what();
+        }
+        const int fired = inj.fired();
+        inj.disarm();
+        EXPECT_EQ(fired, 1) << "the counted NCCL call was not made";
+        EXPECT_TRUE(threw) << "an injected NCCL failure did not surface as nccl_error";
+        EXPECT_TRUE(g.aborted()) << "the group was not stopped";
+        const auto later = std::chrono::steady_clock::now();
+        EXPECT_THROW((void)run(set, 0), strata::nccl_error) << "a later call on the stopped group";
+        EXPECT_LT(std::chrono::steady_clock::now() - later, std::chrono::seconds(1));
+      }
+    }  // (the set and the group go: bounded, never hanging)
+  }
+  expect_no_leak(live_before);
 }
 
 // One process holding several ranks (process_group::create_all: the ranks join inside one NCCL
@@ -224,6 +303,10 @@ ncclUniqueId id_from_env() {
 int rank_until_death() {
   const int rank = env_int("STRATA_DEATH_RANK"), victim = env_int("STRATA_DEATH_VICTIM");
   const int op = env_int("STRATA_DEATH_OP"), permille = env_int("STRATA_DEATH_AT");
+  // STRATA_DEATH_NCCL=1: the victim is not killed; the chosen NCCL call of its own fails instead
+  // (fault_site::nccl_call: the call is not made), and it must throw nccl_error like the others.
+  const bool nccl_fails = env_int("STRATA_DEATH_NCCL") == 1;
+  const auto site = nccl_fails ? strata::detail::fault_site::nccl_call : strata::detail::fault_site::any_call;
   const ncclUniqueId id = id_from_env();
   const std::uint64_t n = 1000003;
   const auto h = random_vector<std::int64_t>(n, 7);
@@ -253,13 +336,15 @@ int rank_until_death() {
     };
     if (!run()) return 2;  // warm: every rank, nothing injected
     auto& inj = strata::detail::faults();
-    if (rank == victim) inj.count();
+    if (rank == victim) inj.count(site);
     if (!run()) return 2;  // counted on the victim
     if (rank == victim) {
       inj.disarm();
       const long calls = inj.calls(strata::detail::fault_injector::any_place);
-      inj.arm(strata::detail::fault_injector::any_place, permille * (calls - 1) / 1000, cudaErrorLaunchFailure,
-              strata::detail::fault_site::any_call, [] { std::raise(SIGKILL); });
+      if (calls == 0) return 9;  // nothing to fail
+      std::function<void()> die;
+      if (!nccl_fails) die = [] { std::raise(SIGKILL); };
+      inj.arm(strata::detail::fault_injector::any_place, permille * (calls - 1) / 1000, cudaErrorLaunchFailure, site, die);
     }
     const auto since = [](std::chrono::steady_clock::time_point t) {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
@@ -285,7 +370,15 @@ int rank_until_death() {
                    since(later));
       if (!threw || since(later) > 1000) code = 7;
     }
-    if (rank == victim) return 5;  // the kill never came
+    if (rank == victim && !nccl_fails) return 5;  // the kill never came
+    if (rank == victim) {  // its failed NCCL call: injected once, and it threw (the later call too)
+      const int fired = inj.fired();
+      inj.disarm();
+      if (fired != 1 || code != 10) {
+        std::fprintf(stderr, "rank %d (victim): %d failures injected, code %d\n", rank, fired, code);
+        return 8;
+      }
+    }
     // Where a survivor is, for a hang's diagnosis (the parent prints what it last said).
     std::fprintf(stderr, "rank %d: the operation returned (code %d); tearing the spanning set and group down\n", rank, code);
   } catch (const std::exception& e) {
@@ -443,11 +536,12 @@ std::vector<int> run_three_ranks(const std::string& filter, const std::vector<st
 
 }  // namespace
 
-TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
-  if (std::getenv("STRATA_DEATH_RANK") != nullptr) std::exit(rank_until_death());  // a child
-  if (strata::visible_device_count() < 3 && strata::nccl_version() < 23000)
-    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
-                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+// The parent's part of the two tests below: for each operation and each point (the first, middle
+// and last of the victim's counted calls), three rank processes; survivors must finish correctly
+// or throw nccl_error within the timeout, none may hang, and at least one survivor must have seen
+// the failure. A killed victim must have died by SIGKILL; a victim whose NCCL call failed must have
+// thrown nccl_error (exit code 10).
+static void expect_every_rank_survives_a_failing_rank(const std::string& filter, bool nccl_fails) {
   setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 0);
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const char* names[] = {"sort", "reduce", "copy between layouts"};
@@ -457,12 +551,12 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
     for (const int at : {0, 500, 1000}) {
       if (hung) break;
       const int victim = 1 + (op + at / 500) % 2;
-      SCOPED_TRACE(std::string(names[op]) + ", rank " + std::to_string(victim) + " killed at " + std::to_string(at / 10) +
-                   "% of its checked calls");
-      std::vector<int> status = run_three_ranks("Nccl.ARankKilledMidOperation*",
-                                                {"STRATA_DEATH_VICTIM=" + std::to_string(victim),
-                                                 "STRATA_DEATH_OP=" + std::to_string(op),
-                                                 "STRATA_DEATH_AT=" + std::to_string(at)});
+      SCOPED_TRACE(std::string(names[op]) + ", rank " + std::to_string(victim) + (nccl_fails ? " failing an NCCL call" : " killed") +
+                   " at " + std::to_string(at / 10) + "% of its counted calls");
+      std::vector<int> status = run_three_ranks(filter, {"STRATA_DEATH_VICTIM=" + std::to_string(victim),
+                                                         "STRATA_DEATH_OP=" + std::to_string(op),
+                                                         "STRATA_DEATH_AT=" + std::to_string(at),
+                                                         std::string("STRATA_DEATH_NCCL=") + (nccl_fails ? "1" : "0")});
       for (int r = 0; r < 3; ++r) {
         auto& st = status[static_cast<std::size_t>(r)];
         if (st == -1) {
@@ -470,21 +564,46 @@ TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
           hung = true;
           continue;
         }
-        if (r == victim) {
+        if (r == victim && !nccl_fails) {
           EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << "the victim was not killed (exit code "
                                                                   << (WIFEXITED(st) ? WEXITSTATUS(st) : -1) << ")";
           continue;
         }
         ASSERT_TRUE(WIFEXITED(st)) << "rank " << r << " died of signal " << (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         const int code = WEXITSTATUS(st);
-        EXPECT_TRUE(code == 0 || code == 10) << "rank " << r << " exit code " << code
-                                             << " (0: finished correctly, 10: nccl_error and carried on; 2/3: wrong "
-                                                "result, 4: other exception, 6: could not carry on, 7: a later call "
-                                                "did not throw nccl_error within 1 s)";
+        const char* meaning =
+            " (0: finished correctly, 10: nccl_error and carried on; 2/3: wrong result, 4: other exception, 6: could not "
+            "carry on, 7: a later call did not throw nccl_error within 1 s, 8: the victim's injected NCCL failure did not "
+            "come or did not throw, 9: the victim counted no call)";
+        if (r == victim) {
+          EXPECT_EQ(code, 10) << "the victim, exit code " << code << meaning;
+          continue;
+        }
+        EXPECT_TRUE(code == 0 || code == 10) << "rank " << r << " exit code " << code << meaning;
         thrown += code == 10 ? 1 : 0;
       }
     }
-  if (!hung) EXPECT_GT(thrown, 0) << "no survivor ever saw the death: the kill never landed mid-operation";
+  if (!hung) EXPECT_GT(thrown, 0) << "no survivor ever saw the failure: it never landed mid-operation";
+}
+
+TEST(Nccl, ARankKilledMidOperationLeavesSurvivorsThatThrowAndCarryOn) {
+  if (std::getenv("STRATA_DEATH_RANK") != nullptr) std::exit(rank_until_death());  // a child
+  if (strata::visible_device_count() < 3 && strata::nccl_version() < 23000)
+    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
+                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+  expect_every_rank_survives_a_failing_rank("Nccl.ARankKilledMidOperation*", false);
+}
+
+// The same three ranks and operations, but the victim's own NCCL call fails (the fault injector's
+// nccl_call site: the first, middle or last NCCL call it makes in the operation, not made): the
+// victim throws nccl_error at once and stops its group, so its later calls throw at once too; the
+// others throw by their timeout or finish, and everyone carries on.
+TEST(Nccl, AnNcclCallFailingOnOneRankStopsEveryRankInTime) {
+  if (std::getenv("STRATA_DEATH_RANK") != nullptr) std::exit(rank_until_death());  // a child
+  if (strata::visible_device_count() < 3 && strata::nccl_version() < 23000)
+    GTEST_SKIP() << "3 ranks on one GPU need NCCL 2.30+ (this one is " << strata::nccl_version()
+                 << "): scripts/gpu-check.sh runs this test with STRATA_NCCL_LIB";
+  expect_every_rank_survives_a_failing_rank("Nccl.AnNcclCallFailingOnOneRank*", true);
 }
 
 // Survivors carry on (process_group::shrink): a rank is killed in the middle of a reduce, or of a

@@ -6,6 +6,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "../error.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -45,6 +47,18 @@ class nccl_error : public std::runtime_error {
 };
 
 namespace detail {
+// Makes the NCCL call `call()` unless the fault injector (tests built with
+// STRATA_ENABLE_FAULT_INJECTION, site nccl_call) fails it: then the call is not made, as if NCCL
+// had refused it (a group left half-open or a collective half-enqueued by a call that really ran
+// would be a state no real failure leaves), and ncclSystemError comes back.
+template <class Call>
+ncclResult_t nccl_call(Call&& call) {
+#ifdef STRATA_ENABLE_FAULT_INJECTION
+  if (inject_fault(cudaSuccess, fault_site::nccl_call) != cudaSuccess) return ncclSystemError;
+#endif
+  return call();
+}
+
 inline void check_nccl(ncclResult_t r, const char* call, int rank, const char* file, int line) {
   // NCCL reports its own result; CUDA calls that failed inside it (seen: cudaFuncGetAttributes in
   // ncclCommInitRank) can leave the thread's last CUDA error set, which CUB's launch checks
@@ -59,7 +73,8 @@ inline void check_nccl(ncclResult_t r, const char* call, int rank, const char* f
 
 /// Checks an NCCL call made for rank `rank` (-1 if none yet); throws strata::nccl_error naming the
 /// call, the rank and file:line when it fails.
-#define STRATA_NCCL_CHECK(rank, expr) ::strata::detail::check_nccl((expr), #expr, (rank), __FILE__, __LINE__)
+#define STRATA_NCCL_CHECK(rank, expr) \
+  ::strata::detail::check_nccl(::strata::detail::nccl_call([&] { return (expr); }), #expr, (rank), __FILE__, __LINE__)
 
 namespace strata {
 

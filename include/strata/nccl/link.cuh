@@ -408,7 +408,15 @@ template <class F>
 void nccl_link::launch(const char* who, F&& enqueue) {
   if (hub == nullptr) {
     device_guard g(device_);
-    enqueue();
+    try {
+      enqueue();
+    } catch (...) {
+      // A collective this rank could not enqueue is one the others wait for in vain: the group
+      // is stopped as after any failed collective, so this rank's later calls throw at once
+      // instead of each waiting out the timeout (the others throw by their timeout).
+      give_up();
+      throw;
+    }
     return;
   }
   hub->launch(hub_index, [this, &enqueue] {
