@@ -78,6 +78,9 @@ class nccl_link final : public rank_link {
   // ... but the communicator still exists (ncclCommRevoke stopped its work; or shrink retired it):
   // process_group::shrink can still use it, and it is freed by ncclCommAbort, which waits for no peer.
   bool revoked = false;
+  // A collective of this rank could not be enqueued while its stream was being captured into a
+  // graph (where NCCL's revoke or abort could not run): the group gives up at its next collective.
+  bool give_up_pending = false;
   std::chrono::milliseconds timeout{60000};
   // The group's own stream and buffers for its collectives (made on first use, on `device`).
   cudaStream_t stream = nullptr;
@@ -100,12 +103,12 @@ class nccl_link final : public rank_link {
     const char* who = "strata: all-gather across ranks";
     live(who);
     char* mine = buffer + slot * static_cast<std::size_t>(rank_);
-    launch(who, [&] { STRATA_NCCL_CHECK(rank_, ncclAllGather(mine, buffer, slot, ncclUint8, comm, on)); });
+    launch(who, on, [&] { STRATA_NCCL_CHECK(rank_, ncclAllGather(mine, buffer, slot, ncclUint8, comm, on)); });
   }
   void broadcast(const void* send, void* recv, std::size_t bytes, int root, cudaStream_t on) override {
     const char* who = "strata: broadcast across ranks";
     live(who);
-    launch(who, [&] { STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on)); });
+    launch(who, on, [&] { STRATA_NCCL_CHECK(rank_, ncclBroadcast(send, recv, bytes, ncclUint8, root, comm, on)); });
   }
   void send_receive(const std::vector<rank_transfer>& sends, const std::vector<rank_transfer>& receives,
                     cudaStream_t on) override {
@@ -113,7 +116,7 @@ class nccl_link final : public rank_link {
     if (sends.empty() && receives.empty() && hub == nullptr) return;
     const char* who = "strata: exchange across ranks";
     live(who);
-    launch(who, [&] {
+    launch(who, on, [&] {
       if (sends.empty() && receives.empty()) return;
       STRATA_NCCL_CHECK(rank_, ncclGroupStart());
       try {
@@ -126,11 +129,11 @@ class nccl_link final : public rank_link {
       STRATA_NCCL_CHECK(rank_, ncclGroupEnd());
     });
   }
-  // Runs `enqueue` (this rank's NCCL calls of one collective, which only enqueue) with the
-  // rank's GPU current: at once for a rank alone on its GPU in this process, else through the
-  // hub, which launches the calls of every rank sharing the GPU together.
+  // Runs `enqueue` (this rank's NCCL calls of one collective on stream `on`, which only enqueue)
+  // with the rank's GPU current: at once for a rank alone on its GPU in this process, else through
+  // the hub, which launches the calls of every rank sharing the GPU together.
   template <class F>
-  void launch(const char* who, F&& enqueue);
+  void launch(const char* who, cudaStream_t on, F&& enqueue);
   void wait(cudaStream_t on) override {
     poll([on] { return cudaStreamQuery(on); }, "cudaStreamQuery (NCCL work)", timeout);
   }
@@ -187,7 +190,11 @@ class nccl_link final : public rank_link {
     abort();
   }
   // Throws strata::nccl_error naming `who` once the group failed, was aborted or was retired.
-  void live(const char* who) const {
+  void live(const char* who) {
+    if (give_up_pending) {
+      give_up_pending = false;
+      give_up();
+    }
     if (aborted)
       throw nccl_error(ncclInvalidUsage, who, rank_,
                        "the group's communicator was stopped (an earlier collective failed, abort(), or shrink() retired it)",
@@ -405,7 +412,7 @@ class shared_gpu_ranks {
 };
 
 template <class F>
-void nccl_link::launch(const char* who, F&& enqueue) {
+void nccl_link::launch(const char* who, cudaStream_t on, F&& enqueue) {
   if (hub == nullptr) {
     device_guard g(device_);
     try {
@@ -413,8 +420,15 @@ void nccl_link::launch(const char* who, F&& enqueue) {
     } catch (...) {
       // A collective this rank could not enqueue is one the others wait for in vain: the group
       // is stopped as after any failed collective, so this rank's later calls throw at once
-      // instead of each waiting out the timeout (the others throw by their timeout).
-      give_up();
+      // instead of each waiting out the timeout (the others throw by their timeout). Not inside
+      // a graph capture of the stream (NCCL's revoke and abort make calls a capture forbids):
+      // then at the next collective, which the failed capture's eager fallback makes at once.
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(on, &capturing) != cudaSuccess) (void)cudaGetLastError();
+      if (capturing == cudaStreamCaptureStatusNone)
+        give_up();
+      else
+        give_up_pending = true;
       throw;
     }
     return;

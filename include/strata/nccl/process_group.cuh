@@ -189,7 +189,7 @@ class process_group {
   /// True once the group can run no collective any more: abort() ran, a collective failed (a peer
   /// failed or died, or the timeout passed: Strata stopped the communicator), or shrink() retired
   /// it. Every later Strata call on the group or its spanning sets throws strata::nccl_error.
-  bool aborted() const noexcept { return s_->aborted; }
+  bool aborted() const noexcept { return s_->aborted || s_->give_up_pending; }
 
   /// How long Strata's collectives on this group wait for the other ranks before they abort the
   /// communicator and throw (default 60 s; see wait()).
