@@ -6,9 +6,10 @@
 // runs one CUB reduction per segment (all of the GPU on each, however long it is); one that
 // touches more runs cub::DeviceSegmentedReduce over them (a block per segment). Each place's
 // values form an array of S partials, where the segments it does not touch hold "nothing" (the
-// partials carry a flag, so `init` is applied once however many places a segment crosses), and
-// the array fold (detail/array_fold.cuh) combines the places' arrays on the root, and across
-// ranks, into S values on every rank.
+// partials carry a flag, so `init` is applied once however many places a segment crosses; a plain
+// sum of arithmetic values needs none: its "nothing" is 0), and the array fold
+// (detail/array_fold.cuh) combines the places' arrays on the root, and across ranks, into S values
+// on every rank.
 #pragma once
 
 #include <strata/detail/array_fold.cuh>
@@ -65,6 +66,30 @@ struct some_value {
   }
 };
 
+/// Converts an element to the value type (the sum path's input).
+template <class V>
+struct as_value {
+  template <class U>
+  __host__ __device__ V operator()(const U& u) const {
+    return static_cast<V>(u);
+  }
+};
+
+/// Whether `Op` is a plain sum of values of arithmetic type V (cuda::std::plus or std::plus, typed
+/// or not; bool left out). Then 0 is the identity, so a place's partial for a segment it does not
+/// touch can be 0 rather than a flagged "nothing": partials of V's size instead of V and a flag,
+/// and CUB sums the segments as it does for DeviceSegmentedReduce::Sum.
+template <class Op, class V>
+struct is_plain_sum : std::false_type {};
+template <class V>
+struct is_plain_sum<::cuda::std::plus<>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
+template <class V>
+struct is_plain_sum<::cuda::std::plus<V>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
+template <class V>
+struct is_plain_sum<std::plus<>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
+template <class V>
+struct is_plain_sum<std::plus<V>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
+
 /// The segment bounds on a place, relative to the place's first element and clamped to its share:
 /// `first ? begin : end` of segment k, from the place's copy of the offsets it needs.
 struct local_bound {
@@ -110,52 +135,37 @@ inline void require_offsets(const char* name, const std::vector<std::uint64_t>& 
                                 ", is past the range's " + std::to_string(size) + " elements");
 }
 
-}  // namespace detail
-
-/// Reduces each segment j = [offsets[j], offsets[j + 1]) of `r` (global indices) to
-/// init op r[offsets[j]] op ... op r[offsets[j + 1] - 1], as one cub::DeviceSegmentedReduce::Reduce
-/// over the whole range would; an empty segment gives `init`. A segment may straddle places and
-/// ranks; `init` is applied once per segment. Elements outside every segment are not read. Returns
-/// the offsets.size() - 1 values on the host, the same on every rank of a set spanning processes
-/// (a collective there: every rank calls it, with the same offsets). `op` must be associative and
-/// commutative (CUB reorders operands within a place), and callable on the device; values of at
-/// most 64 bytes. Extra memory: S partials (value and flag) per place on its device and on the root
-/// (pinned host memory where a place has no direct path to the root), and each place's copy of the
-/// offsets it touches. Waits for the work. Throws std::invalid_argument (offsets empty, descending,
-/// or past the range's end) before any device work, strata::cuda_error for CUDA failures, and on a
-/// set spanning processes the process group's error if a rank fails or leaves.
-template <class R, class T, class Op = ::cuda::std::plus<>, class = std::enable_if_t<is_distributed_range_v<R>>>
-std::vector<T> segmented_reduce(const R& r_in, const std::vector<std::uint64_t>& offsets, T init, Op op = {}) {
-  constexpr const char* name = "strata::segmented_reduce";
-  using P = detail::maybe_value<T>;
-  static_assert(sizeof(T) <= 64, "strata::segmented_reduce: values of at most 64 bytes");
-  static_assert(std::is_trivially_copyable_v<T>, "strata::segmented_reduce: the values are copied bytewise");
-  static_assert(detail::callable_v<Op, T, T>,
-                "strata::segmented_reduce: op(a, b) must combine two values (a __device__ or __host__ __device__ "
-                "functor or lambda); the argument order is (range, offsets, init, op)");
-  const auto r = detail::as_span(r_in);
-  detail::require_offsets(name, offsets, r.size());
+/// The body of segmented_reduce, for partials of type P: every place writes P{} (all bits zero:
+/// the combine's identity) for every segment, then `lift` of its elements combined with `mop` for
+/// the segments it touches; the array fold combines the places' arrays after `init` into `result`.
+/// `lift` identity_fn: the elements are read as they are (CUB's vectorised loads).
+template <class P, class S, class Lift, class Mop>
+void segmented_partials(const char* name, const S& r, const std::vector<std::uint64_t>& offsets, Lift lift, Mop mop,
+                        const P& init, P* result) {
   const std::size_t segs = offsets.size() - 1;
-  std::vector<P> folded(segs);
   {
-    detail::call_scope scope(r.places().state(), name);
+    call_scope scope(r.places().state(), name);
     const partition& part = r.partition();
-    const detail::maybe_op<T, Op> mop{op};
     const std::size_t own_bytes = offsets.size() * sizeof(std::uint64_t);
-    const auto partial = [&](std::size_t i, detail::place_state& p, P* out, void* own) {
+    const auto partial = [&](std::size_t i, place_state& p, P* out, void* own) {
       const auto seg = r.segment_at(i);
       // Nothing everywhere, then the touched segments' partials over it.
       STRATA_CUDA_CHECK(cudaMemsetAsync(out, 0, segs * sizeof(P), p.stream()));
-      const auto [lo, hi] = detail::segments_touching(offsets, seg.offset, seg.count);
-      const auto in = thrust::make_transform_iterator(seg.data, detail::some_value<T>{});
-      if (hi - lo <= detail::segments_reduced_one_by_one) {
+      const auto [lo, hi] = segments_touching(offsets, seg.offset, seg.count);
+      const auto in = [&] {
+        if constexpr (std::is_same_v<Lift, identity_fn>)
+          return seg.data;
+        else
+          return thrust::make_transform_iterator(seg.data, lift);
+      }();
+      if (hi - lo <= segments_reduced_one_by_one) {
         for (std::size_t j = lo; j < hi; ++j) {
           const std::uint64_t b = std::max(offsets[j], seg.offset) - seg.offset;
           const std::uint64_t e = std::min(offsets[j + 1], seg.offset + seg.count) - seg.offset;
           if (e <= b) continue;
-          detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
-            return detail::reduce_no_init<P>(temp, bytes, in + static_cast<std::int64_t>(b), out + j, e - b, mop,
-                                             detail::identity_fn{}, p.stream());
+          run_cub(p, [&](void* temp, std::size_t& bytes) {
+            return reduce_no_init<P>(temp, bytes, in + static_cast<std::int64_t>(b), out + j, e - b, mop,
+                                             identity_fn{}, p.stream());
           });
         }
         return;
@@ -168,18 +178,55 @@ std::vector<T> segmented_reduce(const R& r_in, const std::vector<std::uint64_t>&
       for (std::size_t c = lo; c < hi; c += chunk) {
         const std::size_t k = std::min(chunk, hi - c);
         const thrust::counting_iterator<std::int64_t> at(static_cast<std::int64_t>(c - lo));
-        const auto begins = thrust::make_transform_iterator(at, detail::local_bound{d_offsets, seg.offset, seg.count, false});
-        const auto ends = thrust::make_transform_iterator(at, detail::local_bound{d_offsets, seg.offset, seg.count, true});
-        detail::run_cub(p, [&](void* temp, std::size_t& bytes) {
+        const auto begins = thrust::make_transform_iterator(at, local_bound{d_offsets, seg.offset, seg.count, false});
+        const auto ends = thrust::make_transform_iterator(at, local_bound{d_offsets, seg.offset, seg.count, true});
+        run_cub(p, [&](void* temp, std::size_t& bytes) {
           return cub::DeviceSegmentedReduce::Reduce(temp, bytes, in, out + c, static_cast<int>(k), begins, ends, mop,
-                                                    P{T{}, 0}, p.stream());
+                                                    P{}, p.stream());
         });
       }
     };
-    detail::fold_arrays<P>(name, scope.state(), part, segs, own_bytes, partial, P{init, 1}, mop, folded.data());
+    fold_arrays<P>(name, scope.state(), part, segs, own_bytes, partial, init, mop, result);
   }
+}
+
+}  // namespace detail
+
+/// Reduces each segment j = [offsets[j], offsets[j + 1]) of `r` (global indices) to
+/// init op r[offsets[j]] op ... op r[offsets[j + 1] - 1], as one cub::DeviceSegmentedReduce::Reduce
+/// over the whole range would; an empty segment gives `init`. A segment may straddle places and
+/// ranks; `init` is applied once per segment. Elements outside every segment are not read. Returns
+/// the offsets.size() - 1 values on the host, the same on every rank of a set spanning processes
+/// (a collective there: every rank calls it, with the same offsets). `op` must be associative and
+/// commutative (CUB reorders operands within a place), and callable on the device; values of at
+/// most 64 bytes. Extra memory: S partials per place on its device and on the root (each a value,
+/// and for an operator other than a plain sum of arithmetic values, a flag; pinned host memory on
+/// the root's side where a place has no direct path to it), and each place's copy of the
+/// offsets it touches. Waits for the work. Throws std::invalid_argument (offsets empty, descending,
+/// or past the range's end) before any device work, strata::cuda_error for CUDA failures, and on a
+/// set spanning processes the process group's error if a rank fails or leaves.
+template <class R, class T, class Op = ::cuda::std::plus<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+std::vector<T> segmented_reduce(const R& r_in, const std::vector<std::uint64_t>& offsets, T init, Op op = {}) {
+  constexpr const char* name = "strata::segmented_reduce";
+  static_assert(sizeof(T) <= 64, "strata::segmented_reduce: values of at most 64 bytes");
+  static_assert(std::is_trivially_copyable_v<T>, "strata::segmented_reduce: the values are copied bytewise");
+  static_assert(detail::callable_v<Op, T, T>,
+                "strata::segmented_reduce: op(a, b) must combine two values (a __device__ or __host__ __device__ "
+                "functor or lambda); the argument order is (range, offsets, init, op)");
+  const auto r = detail::as_span(r_in);
+  detail::require_offsets(name, offsets, r.size());
+  const std::size_t segs = offsets.size() - 1;
   std::vector<T> values(segs);
-  for (std::size_t j = 0; j < segs; ++j) values[j] = folded[j].value;
+  if constexpr (detail::is_plain_sum<Op, T>::value) {  // partials of T, 0 where untouched
+    using lift = std::conditional_t<std::is_same_v<range_value_t<R>, T>, detail::identity_fn, detail::as_value<T>>;
+    detail::segmented_partials<T>(name, r, offsets, lift{}, op, init, values.data());
+  } else {  // partials of T and a flag, "nothing" where untouched
+    std::vector<detail::maybe_value<T>> folded(segs);
+    detail::segmented_partials<detail::maybe_value<T>>(name, r, offsets, detail::some_value<T>{},
+                                                       detail::maybe_op<T, Op>{op}, detail::maybe_value<T>{init, 1},
+                                                       folded.data());
+    for (std::size_t j = 0; j < segs; ++j) values[j] = folded[j].value;
+  }
   return values;
 }
 

@@ -240,7 +240,7 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
       }
     for (std::size_t b = 1; b < k; ++b)
       for (std::size_t i = 0; i < k; ++i)
-        if (lo[b][i] > hi[b][i]) throw std::logic_error("strata::sort: inconsistent splitter windows");
+        if (lo[b][i] > hi[b][i]) throw std::logic_error("strata::sort: inconsistent splitter windows (is the comparator a strict weak order?)");
   }
   for (std::size_t b = 1; b < k; ++b) {
     std::uint64_t total = 0;
