@@ -18,6 +18,7 @@
 //  3. Every place sorts its candidates (cub::DeviceRadixSort::SortPairs: key image, position;
 //     stable, so ties stay in index order) and sends its first k to the host; the host merges
 //     the places' lists (and, across ranks, the ranks' lists after one all-gather) by (key, index).
+// (Over 500 lines: those steps are one algorithm whose state passes from each to the next.)
 #pragma once
 
 #include <strata/detail/array_fold.cuh>
