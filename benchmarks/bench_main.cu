@@ -357,6 +357,25 @@ void strata_gather(benchmark::State& st) {
   finish(st, 3.0 * n * sizeof(float));
 }
 
+// merge of two sorted halves that interleave (the even numbers and the odd ones, as floats: equal
+// neighbours past 2^24), n / 2 each, into n elements; every layout even.
+struct twice_float {
+  std::uint64_t plus;
+  __host__ __device__ float operator()(std::uint64_t i) const { return static_cast<float>(2 * i + plus); }
+};
+void strata_merge(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  const std::uint64_t n = size_of(st);
+  strata::distributed_vector<float> a(n / 2, set, strata::partition_policy::even(), strata::no_init),
+      b(n - n / 2, set, strata::partition_policy::even(), strata::no_init),
+      out(n, set, strata::partition_policy::even(), strata::no_init);
+  strata::tabulate(a, twice_float{0});
+  strata::tabulate(b, twice_float{1});
+  span_timer t(set);
+  timed_loop(st, t, [&] { strata::merge(a, b, out); });
+  finish(st, 2.0 * n * sizeof(float));
+}
+
 // lower_bound of n random queries into n sorted floats (0, 1, 2, ...): 64-bit indices out.
 void strata_lower_bound(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
@@ -911,6 +930,21 @@ void thrust_gather(benchmark::State& st) {
   finish(st, 3.0 * n * sizeof(float));
 }
 
+void cub_merge(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> x(n / 2), y(n - n / 2), out(n);
+  thrust::tabulate(thrust::cuda::par.on(a.s), x.p, x.p + n / 2, twice_float{0});
+  thrust::tabulate(thrust::cuda::par.on(a.s), y.p, y.p + (n - n / 2), twice_float{1});
+  timed_loop(st, a.t, [&] {
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceMerge::MergeKeys(p, b, x.p, static_cast<::cuda::std::int64_t>(n / 2), y.p,
+                                         static_cast<::cuda::std::int64_t>(n - n / 2), out.p, ::cuda::std::less<>{}, a.s);
+    });
+  });
+  finish(st, 2.0 * n * sizeof(float));
+}
+
 void thrust_lower_bound(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -993,7 +1027,7 @@ void register_all() {
       {"gather_f32", strata_gather}, {"lower_bound_f32", strata_lower_bound},
       {"reduce_by_key_f32", strata_by_key<false>}, {"inclusive_scan_by_key_f32", strata_by_key<true>},
       {"segmented_reduce_f32", strata_segmented_reduce<false>}, {"segmented_reduce_long_f32", strata_segmented_reduce<true>},
-      {"top_k_1024_f32", strata_top_k}};
+      {"top_k_1024_f32", strata_top_k}, {"merge_f32", strata_merge}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
@@ -1005,7 +1039,7 @@ void register_all() {
       {"histogram_f32", cub_histogram}, {"adjacent_difference_f32", cub_adjacent_difference},
       {"reduce_by_key_f32", cub_by_key<false>}, {"inclusive_scan_by_key_f32", cub_by_key<true>},
       {"segmented_reduce_f32", cub_segmented_reduce<false>}, {"segmented_reduce_long_f32", cub_segmented_reduce<true>},
-      {"top_k_1024_f32", cub_reduce<float>}};
+      {"top_k_1024_f32", cub_reduce<float>}, {"merge_f32", cub_merge}};
   const std::vector<std::pair<const char*, bench_fn>> thrust_cases = {
       {"reduce_f32", thrust_reduce}, {"inclusive_scan_f32", thrust_inclusive_scan}, {"fill_f32", thrust_fill},
       {"find_if_f32", thrust_find_if}, {"is_sorted_f32", thrust_is_sorted}, {"gather_f32", thrust_gather},

@@ -18,6 +18,7 @@
 #include <strata/algorithm/find.cuh>
 #include <strata/algorithm/gather.cuh>
 #include <strata/algorithm/histogram.cuh>
+#include <strata/algorithm/merge.cuh>
 #include <strata/algorithm/redistribute.cuh>
 #include <strata/algorithm/search.cuh>
 #include <strata/algorithm/reduce.cuh>

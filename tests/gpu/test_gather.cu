@@ -1,7 +1,7 @@
-// gather, scatter and the vectorised searches (lower_bound, upper_bound, binary_search) against
-// host references. gather and scatter: random maps (with repeats for gather, permutations
-// for scatter) between ranges of different sizes and partitions (with empty places), signed and
-// unsigned indices, on direct sets (each place reads or writes the owners' segments) and staged
+// gather, scatter, the vectorised searches (lower_bound, upper_bound, binary_search) and merge
+// against host references (merge's: std::merge, stable). gather and scatter: random maps (with
+// repeats for gather, permutations for scatter) between ranges of different sizes and partitions
+// (with empty places), signed and unsigned indices, on direct sets (each place reads or writes the owners' segments) and staged
 // ones (indices and values bucketed by owner through the exchange); outputs poisoned first; an
 // index out of range throws with nothing written; a source past 2^31 elements. top_k against a
 // host stable sort in radix order.
@@ -357,6 +357,92 @@ void top_k_cases() {
 }
 
 }  // namespace
+
+namespace {
+
+// An element whose key orders it and whose tag tells equal keys apart: a merge that is not stable,
+// or that loses, duplicates or leaves out an element, shows in the tags.
+struct tagged {
+  std::int32_t key;
+  std::uint32_t tag;
+  bool operator==(const tagged& o) const { return key == o.key && tag == o.tag; }
+};
+struct by_key {
+  __host__ __device__ bool operator()(const tagged& a, const tagged& b) const { return a.key < b.key; }
+};
+struct by_key_desc {
+  __host__ __device__ bool operator()(const tagged& a, const tagged& b) const { return a.key > b.key; }
+};
+
+// `n` elements sorted by `comp`, keys from a small range (many equal ones), tags `first`, first + 1, ...
+template <class Comp>
+std::vector<tagged> sorted_tagged(std::uint64_t n, std::uint64_t seed, std::uint32_t first, Comp comp) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(-40, 40);
+  std::vector<tagged> v(n);
+  for (std::uint64_t k = 0; k < n; ++k) v[k] = {d(g), first + static_cast<std::uint32_t>(k)};
+  std::stable_sort(v.begin(), v.end(), comp);
+  return v;
+}
+
+}  // namespace
+
+// merge of two sorted ranges of different sizes and layouts (the first uneven, the second even,
+// the output uneven) against std::merge, which is stable: equal keys keep the first range first
+// and each range's order (the tags tell). Output poisoned first. Ascending and descending, and
+// with either input empty; a set of one place takes the one-place CUB path.
+TEST(Merge, AgreesWithStdMergeAndIsStable) {
+  for_each_set_and_size([&](const named_set& s, std::uint64_t n, std::uint64_t seed) {
+    for (const std::uint64_t m : {n / 2 + 3, std::uint64_t{0}}) {
+      for (const bool desc : {false, true}) {
+        SCOPED_TRACE(std::string(desc ? "descending" : "ascending") + ", second range of " + std::to_string(m));
+        const auto run = [&](auto comp) {
+          const auto ha = sorted_tagged(n, seed, 0, comp), hb = sorted_tagged(m, seed + 1, 1u << 30, comp);
+          std::vector<tagged> want(n + m);
+          std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin(), comp);
+          const strata::distributed_vector<tagged> a(ha, s.set, uneven(s.set, n)), b(hb, s.set);
+          strata::distributed_vector<tagged> out(n + m, s.set, uneven(s.set, n + m));
+          poison(out);
+          strata::merge(a, b, out, comp);
+          EXPECT_TRUE(out.to_std_vector() == want) << "merge";
+          poison(out);  // the inputs the other way round: the second range's elements first on ties
+          std::merge(hb.begin(), hb.end(), ha.begin(), ha.end(), want.begin(), comp);
+          strata::merge(b, a, out, comp);
+          EXPECT_TRUE(out.to_std_vector() == want) << "merge, inputs swapped";
+        };
+        if (desc)
+          run(by_key_desc{});
+        else
+          run(by_key{});
+      }
+    }
+  });
+}
+
+// Plain values with the default comparator into a layout of their own, and the refusals: dst of
+// the wrong size, another set, dst sharing memory with an input; nothing written.
+TEST(Merge, DefaultOrderAndBadArguments) {
+  const auto set = strata::device_set::repeat(0, 3), other = strata::device_set::repeat(0, 2);
+  auto ha = random_vector<double>(5003, fresh_seed()), hb = random_vector<double>(77, fresh_seed());
+  std::sort(ha.begin(), ha.end());
+  std::sort(hb.begin(), hb.end());
+  std::vector<double> want(ha.size() + hb.size());
+  std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin());
+  const strata::distributed_vector<double> a(ha, set), b(hb, set, strata::partition_policy::weighted({0, 0, 1}));
+  strata::distributed_vector<double> out(want.size(), set, strata::partition_policy::weighted({5, 1, 2}));
+  poison(out);
+  strata::merge(a, b, out);
+  EXPECT_EQ(out.to_std_vector(), want);
+  const std::vector<double> before = out.to_std_vector();
+  strata::distributed_vector<double> shorter(want.size() - 1, set), on_other(want.size(), other);
+  EXPECT_THROW(strata::merge(a, b, shorter), std::invalid_argument) << "dst too short";
+  EXPECT_THROW(strata::merge(a, b, on_other), std::invalid_argument) << "dst on another set";
+  strata::distributed_vector<double> self(ha, set);
+  const strata::distributed_vector<double> empty(0, set);
+  EXPECT_THROW(strata::merge(self, empty, self), std::invalid_argument) << "dst is the first range";
+  EXPECT_EQ(out.to_std_vector(), before);
+  EXPECT_EQ(self.to_std_vector(), ha) << "a refused merge wrote";
+}
 
 TEST(TopK, AgreesWithAStableSortOnTheHost) {
   top_k_cases<std::int32_t>();

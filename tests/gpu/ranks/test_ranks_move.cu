@@ -135,3 +135,34 @@ TEST(NcclSpanning, SearchesAcrossRanks) {
     EXPECT_TRUE(has.to_std_vector() == want_has) << "binary_search";
   });
 }
+
+// merge on sets spanning the ranks: the positions by the cross-rank searches, the elements moved
+// by the cross-rank scatters; the result against std::merge on every rank, the output poisoned
+// first (filled with a value no input holds). Equal values abound (stability shows in the pair
+// values' second half, their origin).
+namespace {
+// Keys in the high 32 bits, compared alone; the low bits say which range and which element.
+struct high_half_less {
+  __host__ __device__ bool operator()(std::uint64_t a, std::uint64_t b) const { return (a >> 32) < (b >> 32); }
+};
+}  // namespace
+
+TEST(NcclSpanning, MergeAcrossRanks) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto make = [&](std::uint64_t count, std::uint64_t s, std::uint64_t origin) {
+      std::mt19937_64 g(s);
+      std::vector<std::uint64_t> v(count);
+      for (std::uint64_t k = 0; k < count; ++k) v[k] = ((g() % 97) << 32) | (origin + k);
+      std::stable_sort(v.begin(), v.end(), high_half_less{});
+      return v;
+    };
+    const auto ha = make(n, seed, 0), hb = make(n / 3 + 2, seed + 1, std::uint64_t{1} << 31);
+    std::vector<std::uint64_t> want(ha.size() + hb.size());
+    std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin(), high_half_less{});
+    const strata::distributed_vector<std::uint64_t> a(ha, set, policy), b(hb, set);
+    strata::distributed_vector<std::uint64_t> out(want.size(), ~std::uint64_t{0}, set);
+    strata::merge(a, b, out, high_half_less{});
+    EXPECT_TRUE(out.to_std_vector() == want) << "merge";
+  });
+}
