@@ -74,10 +74,12 @@ distributed_vector<std::uint64_t> merge_positions(const distributed_span<const T
 /// holds all three, one cub::DeviceMerge call there; otherwise two searches (strata::lower_bound,
 /// strata::upper_bound) and two scatters (strata::scatter), with 8 bytes of positions per input
 /// element in the memory cache (see the top of this header). Elements of at most 16 bytes (the
-/// searches'); `comp` callable on the device. Waits for the work. Throws std::invalid_argument
-/// (dst's size not the sum, different device_sets, dst overlapping an input) before any device
-/// work, strata::cuda_error for CUDA failures; on a set spanning processes it is a collective and
-/// throws the process group's error if a rank fails or leaves.
+/// searches'); `comp` callable on the device. The one-place merge is waited for; otherwise the host
+/// waits inside the searches and scatters as they do, and the second scatter's moves are enqueued
+/// and not waited for (later calls on the set are ordered after them, as after strata::scatter).
+/// Throws std::invalid_argument (dst's size not the sum, different device_sets, dst overlapping an
+/// input) before any device work, strata::cuda_error for CUDA failures; on a set spanning
+/// processes it is a collective and throws the process group's error if a rank fails or leaves.
 template <class A, class B, class Dst, class Comp = ::cuda::std::less<>,
           class = std::enable_if_t<is_distributed_range_v<A> && is_distributed_range_v<B> && is_distributed_range_v<Dst>>>
 void merge(const A& a_r, const B& b_r, Dst&& dst_r, Comp comp = {}) {
