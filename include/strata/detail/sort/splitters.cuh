@@ -242,6 +242,16 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
       for (std::size_t i = 0; i < k; ++i)
         if (lo[b][i] > hi[b][i]) throw std::logic_error("strata::sort: inconsistent splitter windows (is the comparator a strict weak order?)");
   }
+  // Each place's splits must not go back from one boundary to the next: with a comparator that is
+  // no order, the windows of two boundaries narrow independently and can cross, and the exchange
+  // would then send a place more elements than its share holds (found on an H100, 2026-12-07: an
+  // illegal address in the exchange, not an error).
+  for (std::size_t b = 1; b <= k; ++b)
+    for (std::size_t i = 0; i < k; ++i)
+      if (lo[b][i] < lo[b - 1][i])
+        throw std::logic_error("strata::sort: the splits of place " + std::to_string(i) + " go back from boundary " +
+                               std::to_string(part.offset(b - 1)) + " to " + std::to_string(part.offset(b)) +
+                               " (is the comparator a strict weak order?)");
   for (std::size_t b = 1; b < k; ++b) {
     std::uint64_t total = 0;
     for (std::size_t i = 0; i < k; ++i) total += lo[b][i];
