@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -80,15 +81,10 @@ struct as_value {
 /// touch can be 0 rather than a flagged "nothing": partials of V's size instead of V and a flag,
 /// and CUB sums the segments as it does for DeviceSegmentedReduce::Sum.
 template <class Op, class V>
-struct is_plain_sum : std::false_type {};
-template <class V>
-struct is_plain_sum<::cuda::std::plus<>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
-template <class V>
-struct is_plain_sum<::cuda::std::plus<V>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
-template <class V>
-struct is_plain_sum<std::plus<>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
-template <class V>
-struct is_plain_sum<std::plus<V>, V> : std::bool_constant<std::is_arithmetic_v<V> && !std::is_same_v<V, bool>> {};
+inline constexpr bool is_plain_sum_v =
+    std::is_arithmetic_v<V> && !std::is_same_v<V, bool> &&
+    (std::is_same_v<Op, ::cuda::std::plus<>> || std::is_same_v<Op, ::cuda::std::plus<V>> ||
+     std::is_same_v<Op, std::plus<>> || std::is_same_v<Op, std::plus<V>>);
 
 /// The segment bounds on a place, relative to the place's first element and clamped to its share:
 /// `first ? begin : end` of segment k, from the place's copy of the offsets it needs.
@@ -217,7 +213,7 @@ std::vector<T> segmented_reduce(const R& r_in, const std::vector<std::uint64_t>&
   detail::require_offsets(name, offsets, r.size());
   const std::size_t segs = offsets.size() - 1;
   std::vector<T> values(segs);
-  if constexpr (detail::is_plain_sum<Op, T>::value) {  // partials of T, 0 where untouched
+  if constexpr (detail::is_plain_sum_v<Op, T>) {  // partials of T, 0 where untouched
     using lift = std::conditional_t<std::is_same_v<range_value_t<R>, T>, detail::identity_fn, detail::as_value<T>>;
     detail::segmented_partials<T>(name, r, offsets, lift{}, op, init, values.data());
   } else {  // partials of T and a flag, "nothing" where untouched
