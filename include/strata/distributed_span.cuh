@@ -233,6 +233,10 @@ auto span_over(const device_set& set, Containers& per_place) {
 
 template <class T>
 class distributed_vector;
+template <class I>
+class counting_range;
+template <class Base, class F, class V>
+class transformed_range;
 
 namespace detail {
 
@@ -251,6 +255,23 @@ distributed_span<const T> as_span(const distributed_vector<T>& v) {
   return v.span();
 }
 
+/// A lazy range (views.cuh) is its own view.
+template <class I>
+const counting_range<I>& as_span(const counting_range<I>& v) {
+  return v;
+}
+template <class B, class F, class V>
+const transformed_range<B, F, V>& as_span(const transformed_range<B, F, V>& v) {
+  return v;
+}
+
+template <class R>
+struct is_lazy_range_impl : std::false_type {};
+template <class I>
+struct is_lazy_range_impl<counting_range<I>> : std::true_type {};
+template <class B, class F, class V>
+struct is_lazy_range_impl<transformed_range<B, F, V>> : std::true_type {};
+
 template <class R>
 struct is_distributed_range_impl : std::false_type {};
 template <class T>
@@ -265,9 +286,24 @@ template <class R>
 inline constexpr bool is_distributed_range_v =
     detail::is_distributed_range_impl<std::remove_cv_t<std::remove_reference_t<R>>>::value;
 
-/// The span type an algorithm sees for range argument R.
+/// True for the lazy ranges of views.cuh (strata::counting, strata::transformed), any cv/ref:
+/// read-only ranges without memory.
 template <class R>
-using span_of_t = decltype(detail::as_span(std::declval<R&>()));
+inline constexpr bool is_lazy_range_v = detail::is_lazy_range_impl<std::remove_cv_t<std::remove_reference_t<R>>>::value;
+
+/// True for what the algorithms that only read take: a distributed range or a lazy range.
+template <class R>
+inline constexpr bool is_readable_range_v = is_distributed_range_v<R> || is_lazy_range_v<R>;
+
+/// The span type an algorithm sees for range argument R (for a lazy range, the range itself).
+template <class R>
+using span_of_t = std::remove_cv_t<std::remove_reference_t<decltype(detail::as_span(std::declval<R&>()))>>;
+
+namespace detail {
+/// What a range's segments hold: a pointer for a span, an iterator for a lazy range.
+template <class S>
+using segment_iterator_t = decltype(std::declval<const S&>().segment_at(0).data);
+}  // namespace detail
 
 /// The element type (without const) of a distributed range.
 template <class R>

@@ -11,6 +11,7 @@
 #include <strata/results.cuh>
 #include <strata/tags.cuh>
 #include <strata/topology.cuh>
+#include <strata/views.cuh>
 #include <strata/zip.cuh>
 #include <strata/algorithm/adjacent_difference.cuh>
 #include <strata/algorithm/compact.cuh>

@@ -690,3 +690,126 @@ TEST(Find, MoreThan2To31Elements) {
     EXPECT_EQ(strata::find_if_not(y, is_seven{}), n);
   }
 }
+
+// ---- lazy inputs: strata::counting and strata::transformed ----------------------------------
+
+struct square_i64 {
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return x * x; }
+};
+struct scale_i64 {  // state in the function: a replayed graph must follow it
+  std::int64_t k;
+  __host__ __device__ std::int64_t operator()(std::int64_t x) const { return k * x; }
+};
+struct is_multiple_of_7 {
+  __host__ __device__ bool operator()(std::int64_t x) const { return x % 7 == 0; }
+};
+struct non_negative {
+  __host__ __device__ bool operator()(std::int64_t x) const { return x >= 0; }
+};
+struct strata_test_identity {
+  __host__ __device__ int operator()(int x) const { return x; }
+};
+std::int64_t sum_i64(const std::vector<std::int64_t>& h) {
+  std::int64_t s = 0;
+  for (auto x : h) s += x;
+  return s;
+}
+struct mod_1000 {
+  __host__ __device__ std::int32_t operator()(std::int64_t x) const { return static_cast<std::int32_t>(x % 1000); }
+};
+
+// A transform view of a __device__ lambda states its element type (a free function: nvcc allows
+// no extended lambdas in gtest's test bodies).
+std::int64_t sum_of_cubes_through_a_device_lambda(const strata::distributed_vector<std::int64_t>& v) {
+  return strata::reduce(strata::transformed<std::int64_t>(v, [] __device__(std::int64_t x) { return x * x * x; }));
+}
+
+// Every algorithm that takes a lazy input, on every set and size, against host references: the
+// counting range (values from a negative start, so offsets and signs both count), transform
+// views of a container and of a counting range, nested views; the element written by transform
+// from a view (into a poisoned container); repeated calls (captured and replayed as graphs) whose
+// function state changes between calls.
+TEST(Views, CountingAndTransformedAgreeWithTheHost) {
+  for_each_case<std::int64_t>([&](const named_set& s, std::uint64_t n, const std::vector<std::int64_t>& h,
+                                  strata::distributed_vector<std::int64_t>& v) {
+    const std::int64_t first = -1234567;
+    const auto c = strata::counting(first, n, s.set, strata::partition_policy::weighted(std::vector<double>(s.set.size(), 1.0)));
+    ASSERT_EQ(c.size(), n);
+    std::int64_t sum = 0, squares = 0, sevens = 0, cubes = 0;
+    for (std::uint64_t g = 0; g < n; ++g) {
+      const std::int64_t x = first + static_cast<std::int64_t>(g);
+      sum += x;
+      sevens += x % 7 == 0 ? 1 : 0;
+    }
+    for (auto x : h) {
+      squares += x * x;
+      cubes += x * x * x;
+    }
+    EXPECT_EQ(strata::reduce(c), sum) << "reduce(counting)";
+    EXPECT_EQ(strata::count_if(c, is_multiple_of_7{}), static_cast<std::uint64_t>(sevens)) << "count_if(counting)";
+    const auto lo = strata::min_element(c), hi = strata::max_element(c);
+    EXPECT_EQ(lo.index, n > 0 ? 0u : n);
+    EXPECT_EQ(hi.index, n > 0 ? n - 1 : n);
+    if (n > 0) {
+      EXPECT_EQ(lo.value, first);
+      EXPECT_EQ(hi.value, first + static_cast<std::int64_t>(n) - 1);
+    }
+    EXPECT_EQ(strata::find(c, first + static_cast<std::int64_t>(n / 2)), n > 0 ? n / 2 : 0u) << "find(counting)";
+    // A histogram of a counting range: every bin of [first, first + n) holds its width.
+    if (n > 0) {
+      const auto bins = strata::histogram_even(c, 5, first, first + static_cast<std::int64_t>(n));
+      std::vector<std::uint64_t> want(5, 0);
+      for (std::uint64_t g = 0; g < n; ++g) ++want[static_cast<std::size_t>(g * 5 / n)];
+      EXPECT_EQ(bins, want) << "histogram_even(counting)";
+    }
+    // Transform views of the container and of the counting range; one of a view.
+    EXPECT_EQ(strata::reduce(strata::transformed(v, square_i64{})), squares) << "reduce(transformed(v))";
+    EXPECT_EQ(sum_of_cubes_through_a_device_lambda(v), cubes) << "transformed<V> of a __device__ lambda";
+    const auto mm = strata::minmax(strata::transformed(v, scale_i64{-1}));
+    if (n > 0) {
+      const auto [a, b] = std::minmax_element(h.begin(), h.end());
+      EXPECT_EQ(mm.max.value, -*a);
+      EXPECT_EQ(mm.min.value, -*b);
+    }
+    const auto tc = strata::transformed(strata::counting(std::int64_t{0}, v), mod_1000{});
+    std::vector<std::uint64_t> want_mod(10, 0);
+    for (std::uint64_t g = 0; g < n; ++g) ++want_mod[static_cast<std::size_t>((g % 1000) / 100)];
+    EXPECT_EQ(strata::histogram_even(tc, 10, 0, 1000), want_mod) << "histogram_even(transformed(counting))";
+    EXPECT_EQ(strata::reduce(strata::transformed(strata::transformed(v, scale_i64{2}), scale_i64{3})), 6 * sum_i64(h))
+        << "a view of a view";
+    EXPECT_EQ(strata::all_of(strata::transformed(v, square_i64{}), non_negative{}), true);
+    // transform from a view writes every element.
+    strata::distributed_vector<std::int64_t> out(n, s.set);
+    poison(out);
+    strata::transform(strata::counting(first, out), out, scale_i64{5});
+    const auto got = out.to_std_vector();
+    for (std::uint64_t g = 0; g < n; ++g)
+      if (got[g] != 5 * (first + static_cast<std::int64_t>(g))) {
+        ADD_FAILURE() << "transform(counting) element " << g << " is " << got[g];
+        break;
+      }
+    // Repeated: the second call is captured, later ones replay; the function's state is in the key.
+    for (std::int64_t k = 1; k <= 3; ++k)
+      for (int rep = 0; rep < 3; ++rep)
+        EXPECT_EQ(strata::reduce(strata::transformed(v, scale_i64{k})), k * sum_i64(h)) << "k=" << k << ", call " << rep;
+  });
+}
+
+TEST(Views, BadArgumentsThrowBeforeDeviceWork) {
+  const auto set = strata::device_set::repeat(0, 3);
+  EXPECT_THROW((void)strata::counting(std::int8_t{100}, 29, set), std::invalid_argument) << "100 + 28 > 127";
+  EXPECT_NO_THROW((void)strata::counting(std::int8_t{100}, 28, set));
+  EXPECT_THROW((void)strata::counting(std::uint32_t{1}, std::uint64_t{1} << 32, set), std::invalid_argument);
+  EXPECT_NO_THROW((void)strata::counting(std::int64_t{-5}, 0, set));
+  EXPECT_THROW((void)strata::counting(0, strata::distributed_span<int>{}), std::invalid_argument);
+  EXPECT_THROW((void)strata::counting(0, 10, set, strata::partition_policy::weighted({1.0, 2.0})), std::invalid_argument)
+      << "weights for another number of places";
+  // A view meets a container of another layout: transform refuses before any work.
+  const auto c = strata::counting(0, 1000, set);
+  strata::distributed_vector<int> other(1000, set, strata::partition_policy::weighted({1.0, 2.0, 3.0}));
+  strata::distributed_vector<int> shorter(999, set);
+  EXPECT_THROW(strata::transform(c, other, strata_test_identity{}), std::invalid_argument);
+  EXPECT_THROW(strata::transform(c, shorter, strata_test_identity{}), std::invalid_argument);
+  EXPECT_THROW((void)strata::reduce(strata::transformed(strata::distributed_span<const int>{}, square_i64{})),
+               std::invalid_argument);
+}

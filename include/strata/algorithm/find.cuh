@@ -11,6 +11,7 @@
 #include <strata/detail/fold.cuh>
 #include <strata/detail/reduce_partials.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/views.cuh>
 #include <strata/future.cuh>
 #include <strata/zip.cuh>
 
@@ -50,36 +51,36 @@ const device_set& sorted_span_check(const char* name, const S& r) {
 /// if there is none (0 for an empty range). Reads every element. `pred` runs on the device.
 /// Throws std::invalid_argument for a range without places, strata::cuda_error if a CUDA call
 /// fails (from get()/wait() for failures in the device work).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<std::uint64_t> find_if_async(const R& r, Pred pred) {
   return detail::find_impl("strata::find_if", r, pred, true);
 }
 /// The global index of the first element with `pred(x)` true, or size() (see find_if_async).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 std::uint64_t find_if(const R& r, Pred pred) {
   return find_if_async(r, pred).get();
 }
 
 /// Asynchronous find_if_not: the global index of the first element with `pred(x)` false, or
 /// size() (see find_if_async for the rules and errors).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<std::uint64_t> find_if_not_async(const R& r, Pred pred) {
   return detail::find_impl("strata::find_if_not", r, pred, false);
 }
 /// The global index of the first element with `pred(x)` false, or size().
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 std::uint64_t find_if_not(const R& r, Pred pred) {
   return find_if_not_async(r, pred).get();
 }
 
 /// Asynchronous find: the global index of the first element equal to `value` (operator==), or
 /// size() (see find_if_async for the rules and errors).
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 future<std::uint64_t> find_async(const R& r, const range_value_t<R>& value) {
   return detail::find_impl("strata::find", r, detail::equal_to_value<range_value_t<R>>{value}, true);
 }
 /// The global index of the first element equal to `value`, or size().
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 std::uint64_t find(const R& r, const range_value_t<R>& value) {
   return find_async(r, value).get();
 }

@@ -9,6 +9,7 @@
 #include <strata/detail/checks.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/views.cuh>
 
 #include <cub/device/device_histogram.cuh>
 
@@ -68,7 +69,7 @@ std::vector<std::uint64_t> histogram_of(const char* name, const S& r, int bins, 
 /// the root). Waits for the work. Throws std::invalid_argument (a range without places, `bins`
 /// outside [1, 2^31 - 1), or not lower < upper) before any device work, strata::cuda_error for CUDA
 /// failures, and on a set spanning processes the process group's error if a rank fails or leaves.
-template <class R, class Level, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Level, class = std::enable_if_t<is_readable_range_v<R>>>
 std::vector<std::uint64_t> histogram_even(const R& r_in, int bins, Level lower, Level upper) {
   constexpr const char* name = "strata::histogram_even";
   const auto r = detail::as_span(r_in);
@@ -95,7 +96,7 @@ std::vector<std::uint64_t> histogram_even(const R& r_in, int bins, Level lower, 
 /// processes (a collective there). The edges are copied to every place's device. Requirements,
 /// memory, waiting and errors as histogram_even; std::invalid_argument also for fewer than two
 /// edges or edges out of order.
-template <class R, class Level, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Level, class = std::enable_if_t<is_readable_range_v<R>>>
 std::vector<std::uint64_t> histogram_range(const R& r_in, const std::vector<Level>& edges) {
   constexpr const char* name = "strata::histogram_range";
   const auto r = detail::as_span(r_in);

@@ -16,6 +16,7 @@
 #include <strata/future.cuh>
 #include <strata/results.cuh>
 #include <strata/tags.cuh>
+#include <strata/views.cuh>
 #include <strata/zip.cuh>
 
 #include <thrust/iterator/counting_iterator.h>
@@ -37,7 +38,7 @@ template <class T, class S, class Better>
 future<element_result<T>> extremum_async(const char* name, const S& r, Better better) {
   using P = indexed<T>;
   return reduce_to_future<element_result<T>, P>(name, require_places(name, r), r.partition(),
-                                                indexed_partial<P, S, Better, index_value<T>>{r, better},
+                                                indexed_partial<P, S, Better, index_value<T, segment_iterator_t<S>>>{r, better},
                                                 fold_element<T, Better>{better}, element_result<T>{r.size(), T{}});
 }
 
@@ -57,7 +58,7 @@ future<bool> quantifier_async(const char* name, const R& r_in, Pred pred, quanti
 /// segments are combined in order. Returns `init` for an empty range. The accumulator type is
 /// the type of `init`. Throws std::invalid_argument for a range without places,
 /// strata::cuda_error if a CUDA call fails (from get()/wait() for failures in the device work).
-template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_readable_range_v<R>>>
 future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform) {
   static_assert(detail::callable_v<Tf, range_value_t<R>>,
                 "strata::transform_reduce / count_if: the transform (or predicate) must take one element, f(x)");
@@ -71,7 +72,7 @@ future<Acc> transform_reduce_async(const R& r_in, Acc init, Op op, Tf transform)
                                             detail::fold_with_init<Acc, Op>{init, op}, init);
 }
 /// transform_reduce, waiting for the value. See transform_reduce_async.
-template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class Op, class Tf, class = std::enable_if_t<is_readable_range_v<R>>>
 Acc transform_reduce(const R& r, Acc init, Op op, Tf transform) {
   return transform_reduce_async(r, init, op, transform).get();
 }
@@ -110,81 +111,81 @@ Acc transform_reduce(const RA& a, const RB& b, Acc init, Op op, F f) {
 /// Asynchronous reduce: `init op x0 op x1 op ...`. `op` must be associative and commutative
 /// (as CUB requires); segments are combined in segment order. Returns `init` for an empty range.
 /// Throws std::invalid_argument for a range without places, strata::cuda_error for CUDA failures.
-template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class Op, class = std::enable_if_t<is_readable_range_v<R>>>
 future<Acc> reduce_async(const R& r, Acc init, Op op) {
   return transform_reduce_async(r, init, op, detail::identity_fn{});
 }
 /// Asynchronous sum of the elements plus `init`, accumulated in the type of `init` (as
 /// std::reduce(first, last, init)): `reduce_async(r, std::int64_t{0})` sums 32-bit integers in 64
 /// bits.
-template <class R, class Acc, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class = std::enable_if_t<is_readable_range_v<R>>>
 future<Acc> reduce_async(const R& r, Acc init) {
   return reduce_async(r, init, ::cuda::std::plus<>{});
 }
 /// Asynchronous sum of the elements (value-initialised T as the initial value).
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 future<range_value_t<R>> reduce_async(const R& r) {
   return reduce_async(r, range_value_t<R>{}, ::cuda::std::plus<>{});
 }
 /// reduce, waiting for the value. See reduce_async.
-template <class R, class Acc, class Op, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class Op, class = std::enable_if_t<is_readable_range_v<R>>>
 Acc reduce(const R& r, Acc init, Op op) {
   return reduce_async(r, init, op).get();
 }
 /// The sum of the elements plus `init`, in the type of `init`, waiting for it (see
 /// reduce_async(r, init)).
-template <class R, class Acc, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Acc, class = std::enable_if_t<is_readable_range_v<R>>>
 Acc reduce(const R& r, Acc init) {
   return reduce_async(r, init).get();
 }
 /// The sum of the elements, waiting for it.
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 range_value_t<R> reduce(const R& r) {
   return reduce_async(r).get();
 }
 
 /// Asynchronous count of the elements for which `pred(x)` is true.
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<std::uint64_t> count_if_async(const R& r, Pred pred) {
   return transform_reduce_async(r, std::uint64_t{0}, ::cuda::std::plus<std::uint64_t>{}, detail::count_fn<Pred>{pred});
 }
 /// The number of elements for which `pred(x)` is true.
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 std::uint64_t count_if(const R& r, Pred pred) {
   return count_if_async(r, pred).get();
 }
 /// Asynchronous count of the elements equal to `value` (compared with ==).
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 future<std::uint64_t> count_async(const R& r, const range_value_t<R>& value) {
   return count_if_async(r, detail::equal_to_value<range_value_t<R>>{value});
 }
 /// The number of elements equal to `value`.
-template <class R, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class = std::enable_if_t<is_readable_range_v<R>>>
 std::uint64_t count(const R& r, const range_value_t<R>& value) {
   return count_async(r, value).get();
 }
 
 /// Asynchronous min_element: the first smallest element under `comp` (default `<`) and its
 /// global index. For an empty range the index is size() and the value is value-initialised.
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 future<element_result<range_value_t<R>>> min_element_async(const R& r, Comp comp = {}) {
   return detail::extremum_async<range_value_t<R>>("strata::min_element", detail::as_span(r),
                                                   detail::first_min<Comp>{comp});
 }
 /// The first smallest element and its global index (see min_element_async).
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 element_result<range_value_t<R>> min_element(const R& r, Comp comp = {}) {
   return min_element_async(r, comp).get();
 }
 /// Asynchronous max_element: the first largest element under `comp` (default `<`) and its
 /// global index. For an empty range the index is size() and the value is value-initialised.
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 future<element_result<range_value_t<R>>> max_element_async(const R& r, Comp comp = {}) {
   return detail::extremum_async<range_value_t<R>>("strata::max_element", detail::as_span(r),
                                                   detail::first_max<Comp>{comp});
 }
 /// The first largest element and its global index (see max_element_async).
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 element_result<range_value_t<R>> max_element(const R& r, Comp comp = {}) {
   return max_element_async(r, comp).get();
 }
@@ -192,12 +193,12 @@ element_result<range_value_t<R>> max_element(const R& r, Comp comp = {}) {
 /// Asynchronous minmax: in one pass, the first smallest and the last largest element under
 /// `comp` with their global indices (std::minmax_element's choice). Empty range: both indices
 /// equal size().
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 future<minmax_result<range_value_t<R>>> minmax_async(const R& r_in, Comp comp = {}) {
   using T = range_value_t<R>;
   using P = detail::extrema<T>;
   const auto r = detail::as_span(r_in);
-  const detail::indexed_partial<P, decltype(r), detail::minmax_op<Comp>, detail::index_value2<T>> partial{
+  const detail::indexed_partial<P, decltype(r), detail::minmax_op<Comp>, detail::index_value2<T, detail::segment_iterator_t<decltype(r)>>> partial{
       r, detail::minmax_op<Comp>{comp}};
   const element_result<T> none{r.size(), T{}};
   return detail::reduce_to_future<minmax_result<T>, P>("strata::minmax", detail::require_places("strata::minmax", r),
@@ -205,38 +206,38 @@ future<minmax_result<range_value_t<R>>> minmax_async(const R& r_in, Comp comp = 
                                                        minmax_result<T>{none, none});
 }
 /// The first smallest and last largest elements (see minmax_async).
-template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Comp = ::cuda::std::less<>, class = std::enable_if_t<is_readable_range_v<R>>>
 minmax_result<range_value_t<R>> minmax(const R& r, Comp comp = {}) {
   return minmax_async(r, comp).get();
 }
 
 /// Asynchronous all_of: true if `pred(x)` holds for every element (true for an empty range).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<bool> all_of_async(const R& r, Pred pred) {
   return detail::quantifier_async("strata::all_of", r, pred, detail::quantifier::all);
 }
 /// Asynchronous any_of: true if `pred(x)` holds for some element (false for an empty range).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<bool> any_of_async(const R& r, Pred pred) {
   return detail::quantifier_async("strata::any_of", r, pred, detail::quantifier::any);
 }
 /// Asynchronous none_of: true if `pred(x)` holds for no element (true for an empty range).
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 future<bool> none_of_async(const R& r, Pred pred) {
   return detail::quantifier_async("strata::none_of", r, pred, detail::quantifier::none);
 }
 /// True if `pred(x)` holds for every element. All three quantifiers read every element.
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 bool all_of(const R& r, Pred pred) {
   return all_of_async(r, pred).get();
 }
 /// True if `pred(x)` holds for some element.
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 bool any_of(const R& r, Pred pred) {
   return any_of_async(r, pred).get();
 }
 /// True if `pred(x)` holds for no element.
-template <class R, class Pred, class = std::enable_if_t<is_distributed_range_v<R>>>
+template <class R, class Pred, class = std::enable_if_t<is_readable_range_v<R>>>
 bool none_of(const R& r, Pred pred) {
   return none_of_async(r, pred).get();
 }

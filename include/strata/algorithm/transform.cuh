@@ -9,6 +9,7 @@
 #include <strata/detail/elementwise.cuh>
 #include <strata/detail/fan_out.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/views.cuh>
 #include <strata/tags.cuh>
 #include <strata/zip.cuh>
 
@@ -52,7 +53,7 @@ void transform_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
   auto in = as_span(in_r);
   auto out = as_span(out_r);
   require_same_layout("strata::transform", in, out);
-  require_no_partial_overlap("strata::transform", in, out);
+  if constexpr (!is_lazy_range_v<In>) require_no_partial_overlap("strata::transform", in, out);
   elementwise("strata::transform", in.places(), in.partition(), sync, [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(in.segment_at(i).data, out.segment_at(i).data,
                                                       in.partition().count(i), op, p.stream()));
@@ -150,17 +151,18 @@ void for_each_segment_impl(R&& r, F& f, bool sync) {
 }  // namespace detail
 
 /// out[i] = op(in[i]) for every i. `in` and `out` must have the same size, device_set and
-/// partition (they may be the same range: in place). `op` is a `__host__ __device__` callable
+/// partition (they may be the same range: in place). `in` may be a lazy range (strata::counting,
+/// strata::transformed): `transform(counting(0, v), v, f)` fills v with f(index). `op` is a `__host__ __device__` callable
 /// or extended lambda. Waits for the work to finish.
 /// Throws std::invalid_argument if the layouts differ, strata::cuda_error if a CUDA call fails.
 template <class In, class Out, class Op,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+          class = std::enable_if_t<is_readable_range_v<In> && is_distributed_range_v<Out>>>
 void transform(const In& in, Out&& out, Op op) {
   detail::transform_impl(in, out, op, true);
 }
 /// As transform(in, out, op), returning once the work is enqueued (see strata::nosync).
 template <class In, class Out, class Op,
-          class = std::enable_if_t<is_distributed_range_v<In> && is_distributed_range_v<Out>>>
+          class = std::enable_if_t<is_readable_range_v<In> && is_distributed_range_v<Out>>>
 void transform(const In& in, Out&& out, Op op, nosync_t) {
   detail::transform_impl(in, out, op, false);
 }

@@ -19,9 +19,9 @@ namespace strata::detail {
 
 inline std::string algo_name(const char* algo) { return std::string(algo); }
 
-/// The span's device_set, or std::invalid_argument if it has none.
-template <class T>
-const device_set& require_places(const char* algo, const distributed_span<T>& s) {
+/// The range's device_set, or std::invalid_argument if it has none (a span or a lazy range).
+template <class S>
+const device_set& require_places(const char* algo, const S& s) {
   if (!s.has_places())
     throw std::invalid_argument(algo_name(algo) +
                                 ": the range has no device_set (default-constructed or moved-from container)");
@@ -30,7 +30,7 @@ const device_set& require_places(const char* algo, const distributed_span<T>& s)
 
 /// Checks that two ranges have the same size (std::invalid_argument otherwise).
 template <class A, class B>
-void require_same_size(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
+void require_same_size(const char* algo, const A& a, const B& b) {
   require_places(algo, a);
   require_places(algo, b);
   if (a.size() != b.size())
@@ -41,7 +41,7 @@ void require_same_size(const char* algo, const distributed_span<A>& a, const dis
 /// Checks that two ranges have the same size, device_set and partition, so that segment i of
 /// one meets segment i of the other on place i (std::invalid_argument otherwise).
 template <class A, class B>
-void require_same_layout(const char* algo, const distributed_span<A>& a, const distributed_span<B>& b) {
+void require_same_layout(const char* algo, const A& a, const B& b) {
   require_same_size(algo, a, b);
   if (a.places() != b.places())
     throw std::invalid_argument(algo_name(algo) +

@@ -73,9 +73,9 @@ void first_index(place_state& p, std::uint64_t begin, std::uint64_t end, const H
 // ---- the tests ------------------------------------------------------------------------
 
 /// pred(data[i]) == want.
-template <class T, class Pred>
+template <class T, class Pred, class It = const T*>
 struct element_test {
-  const T* data;
+  It data;
   Pred pred;
   bool want;
   __host__ __device__ bool operator()(std::uint64_t i) const { return static_cast<bool>(pred(data[i])) == want; }
@@ -109,13 +109,12 @@ struct find_partial {
   bool want;
   void operator()(std::size_t i, place_state& p, std::uint64_t* out) const {
     const auto s = r.segment_at(i);
-    first_index(p, 0, s.count, element_test<typename S::value_type, Pred>{s.data, pred, want}, out);
+    first_index(p, 0, s.count, element_test<typename S::value_type, Pred, segment_iterator_t<S>>{s.data, pred, want}, out);
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(find_partial));
     key.add(want);
-    add_span_key(key, r);
-    return add_state_key(key, pred);
+    return add_range_key(key, r) && add_state_key(key, pred);
   }
 };
 

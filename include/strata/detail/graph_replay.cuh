@@ -10,6 +10,7 @@
 #include <strata/detail/graph_cache.cuh>
 #include <strata/detail/set_state.cuh>
 #include <strata/distributed_span.cuh>
+#include <strata/views.cuh>
 #include <strata/error.hpp>
 #include <strata/partition.hpp>
 
@@ -53,6 +54,29 @@ bool add_state_key(call_key& key, const F& f) {
     (void)f;
     return false;
   }
+}
+
+/// Appends what a captured call bakes in of any range it reads; false if that cannot be compared
+/// bytewise (a transform view's function with such state), and the call is then never captured.
+/// A span: as add_span_key. A counting range: its places, first value and counts. A transform
+/// view: its base's key and its function's state.
+template <class T>
+bool add_range_key(call_key& key, const distributed_span<T>& r) {
+  add_span_key(key, r);
+  return true;
+}
+template <class I>
+bool add_range_key(call_key& key, const counting_range<I>& r) {
+  key.add_type(typeid(r));
+  key.add(&r.places().state());
+  key.add(r.first());
+  for (std::size_t i = 0; i < r.segment_count(); ++i) key.add(r.partition().count(i));
+  return true;
+}
+template <class B, class F, class V>
+bool add_range_key(call_key& key, const transformed_range<B, F, V>& r) {
+  key.add_type(typeid(r));
+  return add_range_key(key, r.base()) && add_state_key(key, r.function());
 }
 
 template <class Task>

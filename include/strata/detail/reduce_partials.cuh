@@ -41,8 +41,7 @@ struct reduce_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(reduce_partial));
-    add_span_key(key, r);
-    return add_state_key(key, op) && add_state_key(key, tf);
+    return add_range_key(key, r) && add_state_key(key, op) && add_state_key(key, tf);
   }
 };
 template <class Acc, class S, class Op, class Tf>
@@ -114,8 +113,7 @@ struct indexed_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(indexed_partial));
-    add_span_key(key, r);
-    return add_state_key(key, op);
+    return add_range_key(key, r) && add_state_key(key, op);
   }
 };
 
@@ -194,14 +192,15 @@ __host__ __device__ extrema<T> shifted(const extrema<T, I>& a, std::uint64_t off
   return {shifted(a.lo, offset), shifted(a.hi, offset)};
 }
 
-template <class T>
+// Element i of a segment (a pointer, or a lazy range's iterator) with its 32-bit index.
+template <class T, class It = const T*>
 struct index_value {
-  const T* data;
+  It data;
   __host__ __device__ indexed<T, std::uint32_t> operator()(std::uint32_t i) const { return {data[i], i}; }
 };
-template <class T>
+template <class T, class It = const T*>
 struct index_value2 {
-  const T* data;
+  It data;
   __host__ __device__ extrema<T, std::uint32_t> operator()(std::uint32_t i) const {
     return {{data[i], i}, {data[i], i}};
   }

@@ -131,3 +131,33 @@ TEST(NcclSpanning, FirstIndexAlgorithmsAgreeWithTheHostOnEveryRank) {
     }
   });
 }
+
+// Lazy inputs over a spanning set: a counting range laid out like x (each rank's places count
+// from their global offsets) and a transform view of x, read by the reduce family, find and a
+// histogram; transform from a counting range writes every rank's elements.
+TEST(NcclSpanning, LazyInputsAgreeWithTheHostOnEveryRank) {
+  over_spanning([](const strata::device_set& set, const strata::partition_policy& policy, std::uint64_t n,
+                   std::uint64_t seed) {
+    const auto h = random_vector<std::int64_t>(n, seed);
+    const strata::distributed_vector<std::int64_t> x(h, set, policy);
+    const auto c = strata::counting(std::int64_t{-17}, x);
+    std::int64_t sum = 0, squares = 0;
+    for (std::uint64_t g = 0; g < n; ++g) sum += -17 + static_cast<std::int64_t>(g);
+    for (auto v : h) squares += v * v;
+    EXPECT_EQ(strata::reduce(c), sum);
+    EXPECT_EQ(strata::reduce(strata::transformed(x, square{})), squares);
+    EXPECT_EQ(strata::find(c, std::int64_t{-17} + static_cast<std::int64_t>(n / 3)), n > 0 ? n / 3 : 0u);
+    EXPECT_EQ(strata::max_element(c).index, n > 0 ? n - 1 : n);
+    if (n > 0) {
+      std::vector<std::uint64_t> want(4, 0);
+      for (std::uint64_t g = 0; g < n; ++g) ++want[static_cast<std::size_t>(g * 4 / n)];
+      EXPECT_EQ(strata::histogram_even(c, 4, std::int64_t{-17}, std::int64_t{-17} + static_cast<std::int64_t>(n)), want);
+    }
+    strata::distributed_vector<std::int64_t> y(n, set, policy);
+    strata::transform(strata::counting(std::int64_t{0}, y), y, square{});
+    const auto got = y.to_std_vector();
+    bool ok = true;
+    for (std::uint64_t g = 0; g < n && ok; ++g) ok = got[g] == static_cast<std::int64_t>(g * g);
+    EXPECT_TRUE(ok) << "transform(counting) on every rank";
+  });
+}
