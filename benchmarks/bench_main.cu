@@ -256,6 +256,21 @@ void strata_reduce(benchmark::State& st) {
   finish(st, size_of(st) * sizeof(T));
 }
 
+struct square_f {
+  __host__ __device__ float operator()(float x) const { return x * x; }
+};
+
+// A lazy input: the sum of squares through strata::transformed (no temporary), against CUB's
+// TransformReduce on one buffer.
+void strata_reduce_transformed(benchmark::State& st) {
+  const auto& set = places(static_cast<int>(st.range(1)));
+  strata::distributed_vector<float> v(size_of(st), set, strata::partition_policy::even(), strata::no_init);
+  random_fill(v);
+  span_timer t(set);
+  timed_loop(st, t, [&] { return strata::reduce_async(strata::transformed(v, square_f{}), 0.0f); });
+  finish(st, size_of(st) * sizeof(float));
+}
+
 void strata_dot(benchmark::State& st) {
   const auto& set = places(static_cast<int>(st.range(1)));
   strata::distributed_vector<float> a(size_of(st), set, strata::partition_policy::even(), strata::no_init), b(a);
@@ -695,6 +710,19 @@ void cub_reduce(benchmark::State& st) {
   finish(st, n * sizeof(T));
 }
 
+void cub_reduce_transformed(benchmark::State& st) {
+  anchor a;
+  const std::uint64_t n = size_of(st);
+  dbuf<float> in(n), out(1);
+  random_fill(in.p, n, a.s);
+  timed_loop(st, a.t, [&] {
+    a.run([&](void* p, std::size_t& b) {
+      return cub::DeviceReduce::TransformReduce(p, b, in.p, out.p, n, cuda::std::plus<>{}, square_f{}, 0.0f, a.s);
+    });
+  });
+  finish(st, n * sizeof(float));
+}
+
 void cub_dot(benchmark::State& st) {
   anchor a;
   const std::uint64_t n = size_of(st);
@@ -1016,6 +1044,7 @@ void register_all() {
 
   const std::vector<std::pair<const char*, bench_fn>> strata_cases = {
       {"reduce_f32", strata_reduce<float>}, {"reduce_i64", strata_reduce<std::int64_t>},
+      {"reduce_transformed_f32", strata_reduce_transformed},
       {"dot_f32", strata_dot},              {"count_if_f32", strata_count_if},
       {"min_element_f32", strata_min_element}, {"inclusive_scan_f32", strata_scan<false>},
       {"exclusive_scan_f32", strata_scan<true>}, {"saxpy_f32", strata_saxpy},
@@ -1030,6 +1059,7 @@ void register_all() {
       {"top_k_1024_f32", strata_top_k}, {"merge_f32", strata_merge}};
   const std::vector<std::pair<const char*, bench_fn>> cub_cases = {
       {"reduce_f32", cub_reduce<float>}, {"reduce_i64", cub_reduce<std::int64_t>},
+      {"reduce_transformed_f32", cub_reduce_transformed},
       {"dot_f32", cub_dot},              {"count_if_f32", cub_count_if},
       {"min_element_f32", cub_min_element}, {"inclusive_scan_f32", cub_scan<false>},
       {"exclusive_scan_f32", cub_scan<true>}, {"saxpy_f32", cub_saxpy},
