@@ -231,6 +231,10 @@ void sort_pairs(const char* name, RK&& k_in, RV&& v_in, Comp comp, bool sync) {
 /// equal, negative NaNs come before `-inf` and positive NaNs after `+inf`. Any other strict weak
 /// order takes the comparison path (cub::DeviceMergeSort); it must be a `__host__ __device__`
 /// callable or an extended lambda. Equal elements may end up in any order (see stable_sort).
+/// A comparator that is no strict weak order (e.g. not transitive) is undefined behaviour, as for
+/// CUB's sorts and std::sort: CUB's merge sort can then read out of bounds and fault the device.
+/// Strata checks comp(x, x) (below), and its splitter search throws std::logic_error where it sees
+/// the order contradict itself across places, before any element crosses places.
 ///
 /// Extra device memory per place: one more segment of keys (none on the comparison path with a
 /// single non-empty place) plus CUB's temporary storage, both kept by the place for later calls
