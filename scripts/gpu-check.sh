@@ -21,6 +21,8 @@
 #                                   small enough to carry to the GPU machine); the rest keeps the
 #                                   NCCL the build found
 #   STRATA_CTEST_JOBS=4             tests run at once
+#   STRATA_SKIP_PACKAGE_TESTS=1     leave the packaging tests (no GPU needed; CI runs them) out of the
+#                                   direct pass
 #   STRATA_ALLOW_MISSING_RANKS=1    a multi-rank run (2-4 ranks, ranks on threads) that this machine
 #                                   cannot make is reported and does not fail the check (by default
 #                                   coverage asked for and not run fails it)
@@ -86,9 +88,10 @@ targets=()
 # is the build's longest); a later run that benchmarks turns them back on.
 bench_opt=-DSTRATA_BUILD_BENCHMARKS=ON
 [ "${STRATA_SKIP_BENCH:-0}" = 1 ] && [ $sanitize -eq 0 ] && [ "${STRATA_SKIP_TESTS:-0}" != 1 ] && bench_opt=-DSTRATA_BUILD_BENCHMARKS=OFF
+# The header self-containment checks are CI's (they need no GPU): not built here.
 {
   nvidia-smi || true
-  STRATA_CMAKE_EXTRA="$bench_opt" strata_build "$build" "${targets[@]}"
+  STRATA_CMAKE_EXTRA="$bench_opt -DSTRATA_HEADER_CHECKS=OFF" strata_build "$build" "${targets[@]}"
 } >"$out/build.log" 2>&1 || { echo "BUILD FAILED (see $out/build.log)"; tail -40 "$out/build.log"; status=1; }
 
 if [ $status -eq 0 ] && [ $sanitize -eq 1 ]; then
@@ -205,10 +208,14 @@ elif [ $status -eq 0 ]; then
   # Both passes: a per-test cap, so one hang (as gpu_nccl's once did) fails its test and not the
   # whole call.
   ctest_args=(--test-dir "$build" --output-on-failure -j"${STRATA_CTEST_JOBS:-4}" --timeout "${STRATA_TEST_TIMEOUT:-300}")
+  # STRATA_SKIP_PACKAGE_TESTS=1: the packaging tests (installs and consumers, no GPU needed; CI runs
+  # them) stay out of the direct pass, to save a device call's time.
+  direct_args=()
+  [ "${STRATA_SKIP_PACKAGE_TESTS:-0}" = 1 ] && direct_args=(-LE package)
   [ "${STRATA_SKIP_TESTS:-0}" = 1 ] || {
     if [ "$passes" = both ] || [ "$passes" = direct ] || [ "$passes" = direct-only ]; then
       echo "=== ctest (peer access / direct where available) ==="
-      ctest "${ctest_args[@]}"
+      ctest "${ctest_args[@]}" "${direct_args[@]}"
       echo "ctest_rc=$?"
     fi
     if [ "$passes" = both ] || [ "$passes" = direct ] || [ "$passes" = ranks ]; then
