@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 
@@ -75,4 +78,28 @@ TEST(ContainerCache, SizesRoundAndKeptBlocksFitWithinAFifth) {
   strata::set_memory_caching(false);
   EXPECT_FALSE(strata::memory_caching());
   strata::set_memory_caching(was);
+}
+
+// strata::counting's bounds (host logic of views.cuh): the last value first + n - 1 must fit the
+// type, exactly at the edges; the values of a place's segment come from first + offset computed
+// without signed overflow.
+TEST(Views, CountingFitsItsTypeExactly) {
+  using strata::detail::require_counting_fits;
+  EXPECT_NO_THROW(require_counting_fits(std::int8_t{100}, 28));  // ... 127
+  EXPECT_THROW(require_counting_fits(std::int8_t{100}, 29), std::invalid_argument);
+  EXPECT_NO_THROW(require_counting_fits(std::int8_t{-128}, 256));
+  EXPECT_THROW(require_counting_fits(std::int8_t{-128}, 257), std::invalid_argument);
+  EXPECT_NO_THROW(require_counting_fits(std::uint32_t{0}, std::uint64_t{1} << 32));
+  EXPECT_THROW(require_counting_fits(std::uint32_t{0}, (std::uint64_t{1} << 32) + 1), std::invalid_argument);
+  EXPECT_THROW(require_counting_fits(std::uint32_t{1}, std::uint64_t{1} << 32), std::invalid_argument);
+  EXPECT_NO_THROW(require_counting_fits(std::numeric_limits<std::int64_t>::min(), ~std::uint64_t{0}));
+  EXPECT_NO_THROW(require_counting_fits(std::numeric_limits<std::int64_t>::max(), 1));
+  EXPECT_THROW(require_counting_fits(std::numeric_limits<std::int64_t>::max(), 2), std::invalid_argument);
+  EXPECT_NO_THROW(require_counting_fits(std::numeric_limits<std::uint64_t>::max(), 0));
+  EXPECT_NO_THROW(require_counting_fits(std::numeric_limits<std::uint64_t>::max(), 1));
+  EXPECT_THROW(require_counting_fits(std::numeric_limits<std::uint64_t>::max(), 2), std::invalid_argument);
+  EXPECT_EQ(strata::detail::counting_at(std::int8_t{-128}, 255), std::int8_t{127});
+  EXPECT_EQ(strata::detail::counting_at(std::int64_t{-5}, 10), std::int64_t{5});
+  EXPECT_EQ(strata::detail::counting_at(std::numeric_limits<std::int64_t>::min(), ~std::uint64_t{0}),
+            std::numeric_limits<std::int64_t>::max());
 }
