@@ -48,10 +48,11 @@ class zip_range {
   spans_type spans_;
 };
 
-/// Zips distributed ranges (distributed_vector or distributed_span, const or not) that have the
-/// same size, device_set and partition. Throws std::invalid_argument, naming the first range
+/// Zips distributed ranges (distributed_vector or distributed_span, const or not) and lazy ranges
+/// (strata::counting, strata::transformed: read-only) that have the same size, device_set and
+/// partition: `transform(zip(counting(0, x), x), out, f)` passes every element with its index. Throws std::invalid_argument, naming the first range
 /// that differs, before any device work.
-template <class... Rs, class = std::enable_if_t<(is_distributed_range_v<Rs> && ...)>>
+template <class... Rs, class = std::enable_if_t<(is_readable_range_v<Rs> && ...)>>
 zip_range<span_of_t<Rs>...> zip(Rs&&... ranges);
 
 namespace detail {

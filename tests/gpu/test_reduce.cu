@@ -709,11 +709,18 @@ struct non_negative {
 struct strata_test_identity {
   __host__ __device__ int operator()(int x) const { return x; }
 };
+std::vector<int> h_of_size(std::size_t n) { return std::vector<int>(n, 3); }
 std::int64_t sum_i64(const std::vector<std::int64_t>& h) {
   std::int64_t s = 0;
   for (auto x : h) s += x;
   return s;
 }
+struct index_times_value {
+  __host__ __device__ std::int64_t operator()(std::int64_t i, std::int64_t x) const { return i * x; }
+};
+struct index_plus_value {
+  __host__ __device__ std::int64_t operator()(std::int64_t i, std::int64_t x) const { return i + x; }
+};
 struct mod_1000 {
   __host__ __device__ std::int32_t operator()(std::int64_t x) const { return static_cast<std::int32_t>(x % 1000); }
 };
@@ -788,6 +795,22 @@ TEST(Views, CountingAndTransformedAgreeWithTheHost) {
         ADD_FAILURE() << "transform(counting) element " << g << " is " << got[g];
         break;
       }
+    // Zips of a view and a container: the index with the element (Thrust's zip of a counting
+    // iterator), read by transform_reduce and transform.
+    std::int64_t weighted = 0;
+    for (std::uint64_t g = 0; g < n; ++g) weighted += static_cast<std::int64_t>(g) * h[g];
+    const auto idx = strata::counting(std::int64_t{0}, v);
+    EXPECT_EQ(strata::transform_reduce(strata::zip(idx, v), std::int64_t{0}, cuda::std::plus<>{}, index_times_value{}),
+              weighted)
+        << "transform_reduce(zip(counting, v))";
+    poison(out);
+    strata::transform(strata::zip(idx, strata::transformed(v, scale_i64{2})), out, index_plus_value{});
+    const auto zipped = out.to_std_vector();
+    for (std::uint64_t g = 0; g < n; ++g)
+      if (zipped[g] != static_cast<std::int64_t>(g) + 2 * h[g]) {
+        ADD_FAILURE() << "transform(zip(counting, transformed)) element " << g << " is " << zipped[g];
+        break;
+      }
     // Repeated: the second call is captured, later ones replay; the function's state is in the key.
     for (std::int64_t k = 1; k <= 3; ++k)
       for (int rep = 0; rep < 3; ++rep)
@@ -812,4 +835,13 @@ TEST(Views, BadArgumentsThrowBeforeDeviceWork) {
   EXPECT_THROW(strata::transform(c, shorter, strata_test_identity{}), std::invalid_argument);
   EXPECT_THROW((void)strata::reduce(strata::transformed(strata::distributed_span<const int>{}, square_i64{})),
                std::invalid_argument);
+  // A view's base shifted against the output: a partial overlap, refused as for the base itself
+  // (one place, so that both slices have one layout and only the overlap is at fault).
+  strata::distributed_vector<int> w(h_of_size(1001), strata::device_set::repeat(0, 1));
+  const strata::distributed_span<int> ws = w;
+  EXPECT_THROW(strata::transform(strata::transformed(ws.first(1000), strata_test_identity{}), ws.last(1000),
+                                 strata_test_identity{}),
+               std::invalid_argument);
+  EXPECT_NO_THROW(strata::transform(strata::transformed(ws, strata_test_identity{}), ws, strata_test_identity{}))
+      << "in place through a view";
 }

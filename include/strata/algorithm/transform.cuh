@@ -53,7 +53,7 @@ void transform_impl(const In& in_r, Out&& out_r, Op op, bool sync) {
   auto in = as_span(in_r);
   auto out = as_span(out_r);
   require_same_layout("strata::transform", in, out);
-  if constexpr (!is_lazy_range_v<In>) require_no_partial_overlap("strata::transform", in, out);
+  require_no_partial_overlap("strata::transform", in, out);
   elementwise("strata::transform", in.places(), in.partition(), sync, [&](std::size_t i, place_state& p) {
     STRATA_CUDA_CHECK(cub::DeviceTransform::Transform(in.segment_at(i).data, out.segment_at(i).data,
                                                       in.partition().count(i), op, p.stream()));

@@ -73,6 +73,19 @@ void require_no_partial_overlap(const char* algo, const distributed_span<A>& in,
   }
 }
 
+/// A lazy range as an input: a counting range holds no memory; a transform view reads its base,
+/// which is checked in its place (so that an output shifted against the base is refused too).
+template <class V, class B, std::enable_if_t<is_lazy_range_v<V>, int> = 0>
+void require_no_partial_overlap(const char* algo, const V& in, const distributed_span<B>& out) {
+  if constexpr (std::is_same_v<V, counting_range<typename V::value_type>>) {
+    (void)algo;
+    (void)in;
+    (void)out;
+  } else {
+    require_no_partial_overlap(algo, in.base(), out);
+  }
+}
+
 /// True if `a` and `b` are the very same memory, segment for segment (an in-place call).
 template <class A, class B>
 bool same_range(const distributed_span<A>& a, const distributed_span<B>& b) {

@@ -128,8 +128,7 @@ struct mismatch_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(mismatch_partial));
-    std::apply([&](const auto&... s) { (add_span_key(key, s), ...); }, z.spans());
-    return true;
+    return std::apply([&](const auto&... s) { return (add_range_key(key, s) && ...); }, z.spans());
   }
 };
 
@@ -165,8 +164,7 @@ struct sorted_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(sorted_partial));
-    add_span_key(key, r);
-    return add_state_key(key, comp);
+    return add_range_key(key, r) && add_state_key(key, comp);
   }
 };
 

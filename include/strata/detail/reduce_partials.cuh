@@ -66,8 +66,8 @@ struct zip_reduce_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(zip_reduce_partial));
-    std::apply([&](const auto&... s) { (add_span_key(key, s), ...); }, z.spans());
-    return add_state_key(key, op) && add_state_key(key, f);
+    return std::apply([&](const auto&... s) { return (add_range_key(key, s) && ...); }, z.spans()) &&
+           add_state_key(key, op) && add_state_key(key, f);
   }
 };
 
@@ -312,8 +312,8 @@ struct repro_partial {
   }
   bool append_key(call_key& key) const {
     key.add_type(typeid(repro_partial));
-    std::apply([&](const auto&... s) { (add_span_key(key, s), ...); }, z.spans());
-    return add_state_key(key, f);
+    return std::apply([&](const auto&... s) { return (add_range_key(key, s) && ...); }, z.spans()) &&
+           add_state_key(key, f);
   }
 };
 
