@@ -244,8 +244,8 @@ std::vector<std::vector<std::uint64_t>> find_splitters(set_state& s, const parti
   }
   // Each place's splits must not go back from one boundary to the next: with a comparator that is
   // no order, the windows of two boundaries narrow independently and can cross, and the exchange
-  // would then send a place more elements than its share holds (found on an H100, 2026-12-07: an
-  // illegal address in the exchange, not an error).
+  // would then send a place more elements than its share holds (the exchange skips a negative
+  // piece, so the others add up to more than the place's count).
   for (std::size_t b = 1; b <= k; ++b)
     for (std::size_t i = 0; i < k; ++i)
       if (lo[b][i] < lo[b - 1][i])
