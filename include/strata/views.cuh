@@ -1,6 +1,6 @@
 // Lazy inputs: a counting range and a transform view, laid out over a device_set like any
 // distributed range but holding no elements, for the algorithms that only read (the reduce family,
-// transform's input, the histograms). Each place's segment is an iterator (Thrust's counting and
+// find, the histograms, transform's input, zip). Each place's segment is an iterator (Thrust's counting and
 // transform iterators) that CUB reads as it would a pointer: nothing is materialized.
 #pragma once
 
