@@ -25,16 +25,6 @@
 
 namespace strata::detail {
 
-/// Appends what a captured call bakes in of a range: its places, segment pointers and counts.
-template <class T>
-void add_span_key(call_key& key, const distributed_span<T>& r) {
-  key.add(&r.places().state());
-  for (std::size_t i = 0; i < r.segment_count(); ++i) {
-    key.add(static_cast<const void*>(r.segment_at(i).data));
-    key.add(r.partition().count(i));
-  }
-}
-
 /// Appends a functor's state, if it can be compared bytewise; returns false otherwise (the
 /// call is then never captured).
 template <class F>
@@ -58,11 +48,15 @@ bool add_state_key(call_key& key, const F& f) {
 
 /// Appends what a captured call bakes in of any range it reads; false if that cannot be compared
 /// bytewise (a transform view's function with such state), and the call is then never captured.
-/// A span: as add_span_key. A counting range: its places, first value and counts. A transform
-/// view: its base's key and its function's state.
+/// A span: its places, segment pointers and counts. A counting range: its places, first value and
+/// counts. A transform view: its base's key and its function's state.
 template <class T>
 bool add_range_key(call_key& key, const distributed_span<T>& r) {
-  add_span_key(key, r);
+  key.add(&r.places().state());
+  for (std::size_t i = 0; i < r.segment_count(); ++i) {
+    key.add(static_cast<const void*>(r.segment_at(i).data));
+    key.add(r.partition().count(i));
+  }
   return true;
 }
 template <class I>
