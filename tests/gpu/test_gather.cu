@@ -442,6 +442,25 @@ TEST(Merge, DefaultOrderAndBadArguments) {
   EXPECT_THROW(strata::merge(self, empty, self), std::invalid_argument) << "dst is the first range";
   EXPECT_EQ(out.to_std_vector(), before);
   EXPECT_EQ(self.to_std_vector(), ha) << "a refused merge wrote";
+  // A first range that is not sorted, whose segment starts send the merge path back (a[2] = 50
+  // goes after 50 of b's elements, a[4] = 1 after one): on a set whose places reach each other
+  // the splits show it, refused with nothing written (host staging's searches cannot tell; there
+  // the result is unspecified and only must not fault).
+  for (const auto& s : {strata::device_set::repeat(0, 3), staged_set(3)}) {
+    std::vector<double> hv(100);
+    for (std::size_t k = 0; k < hv.size(); ++k) hv[k] = static_cast<double>(k);
+    const strata::distributed_vector<double> bad(std::vector<double>{0, 0, 50, 50, 1, 1}, s), sorted(hv, s);
+    strata::distributed_vector<double> to(106, s);
+    poison(to);
+    const std::vector<double> poisoned = to.to_std_vector();
+    if (s.direct_access(0, 1)) {
+      EXPECT_THROW(strata::merge(bad, sorted, to), std::invalid_argument) << "an unsorted input, direct";
+      EXPECT_EQ(to.to_std_vector(), poisoned) << "a refused merge wrote";
+    } else {
+      strata::merge(bad, sorted, to);
+      (void)to.to_std_vector();
+    }
+  }
 }
 
 TEST(TopK, AgreesWithAStableSortOnTheHost) {

@@ -45,4 +45,5 @@ void instantiate(floats& x, floats& y, u32s& map, u64s& out, i32s& keys, i32s& k
   strata::adjacent_difference(x, y);
   strata::sort(sort_keys);
   strata::sort_by_key(sort_keys, x);
+  strata::merge(x, y, values_out);
 }
