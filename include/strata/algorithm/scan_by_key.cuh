@@ -228,10 +228,11 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
 
   // The direct path (an inclusive scan whose output type is the accumulator's): every place but
   // the last runs CUB's keyed scan of its segment on raw pointers in the totals phase, finds its
-  // leading run's length (one CUB min-reduction over the key changes, kept in the place's
-  // scratch) and takes its total from its own output; after the fold, a place whose seed's last
-  // run continues into it corrects only that leading run. The data is read once (plus the keys
-  // for the leading run) instead of twice through iterators. An exclusive scan, or an output
+  // leading run's length (a search that stops at the first key change, kept in the place's
+  // scratch: a small kernel where runs are short, a read of the keys where the segment is one
+  // run) and takes its total from its own output; after the fold, a place whose seed's last run
+  // continues into it corrects only that leading run. The data is read once (plus the keys of the
+  // leading run) instead of twice through iterators. An exclusive scan, or an output
   // narrower than the accumulator, cannot be corrected afterwards: it keeps the seeded path.
   constexpr bool direct = !Exclusive && std::is_same_v<O, V>;
   std::size_t nonempty = 0, last = 0;
@@ -258,7 +259,7 @@ void scan_by_key_impl(const char* name, const KR& keys_r, const VR& values_r, Ou
   const auto find_first_change = [&](std::size_t i, place_state& p) {
     auto* at = static_cast<std::uint64_t*>(p.scratch(sizeof(std::uint64_t)));
     const auto n = part.count(i);
-    if (n >= 2) first_index(p, 1, n, key_change<K>{keys.segment_at(i).data}, at);
+    if (n >= 2) first_index_early(p, 1, n, key_change<K>{keys.segment_at(i).data}, at);
     return at;
   };
 

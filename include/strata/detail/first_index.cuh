@@ -15,6 +15,8 @@
 #include <strata/detail/graph_replay.cuh>
 #include <strata/zip.cuh>
 
+#include <cub/device/device_for.cuh>
+
 #include <thrust/iterator/counting_iterator.h>
 
 #include <cuda/std/tuple>
@@ -67,6 +69,50 @@ void first_index(place_state& p, std::uint64_t begin, std::uint64_t end, const H
     return reduce_no_init<std::uint64_t>(temp, bytes, thrust::counting_iterator<std::uint64_t>(begin), out, end - begin,
                                          min_index{}, index_if<Hit>{hit}, p.stream());
   });
+#endif
+}
+
+/// The search of first_index_early without CUB's DeviceFind: `threads` threads stride over
+/// [begin, end) in increasing order, four indices a step, each thread stopping at its first hit
+/// (atomicMin into *found, which starts at no_index) or as soon as a hit before its next step is
+/// known. The first hit is never skipped: *found only ever holds hits, none of them before it.
+template <class Hit>
+struct first_hit_stride {
+  Hit hit;
+  std::uint64_t begin, end, threads;
+  unsigned long long* found;
+  __device__ void operator()(std::uint32_t t) const {
+    for (std::uint64_t i = begin + t; i < end; i += 4 * threads) {
+      if (*static_cast<volatile unsigned long long*>(found) < i) return;
+      bool h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) h[j] = i + j * threads < end && hit(i + j * threads);
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (h[j]) {
+          atomicMin(found, static_cast<unsigned long long>(i + j * threads));
+          return;
+        }
+    }
+  }
+};
+
+/// As first_index, for a hit that is usually near `begin` (a segment's first key change): the
+/// search stops early where CUB's DeviceFind is absent too (first_hit_stride), so a short
+/// prefix costs one small kernel instead of a pass over [begin, end); with no hit it reads
+/// everything, as first_index does. Requires begin < end and `out` in device memory.
+template <class Hit>
+void first_index_early(place_state& p, std::uint64_t begin, std::uint64_t end, const Hit& hit, std::uint64_t* out) {
+#if STRATA_HAS_CUB_FIND
+  first_index(p, begin, end, hit, out);
+#else
+  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t), "atomicMin on 64-bit indices");
+  const std::uint64_t n = end - begin;
+  const std::uint64_t threads = n < (std::uint64_t{1} << 17) ? n : (std::uint64_t{1} << 17);
+  STRATA_CUDA_CHECK(cudaMemsetAsync(out, 0xff, sizeof(std::uint64_t), p.stream()));  // no_index
+  STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+      static_cast<std::uint32_t>(threads),
+      first_hit_stride<Hit>{hit, begin, end, threads, reinterpret_cast<unsigned long long*>(out)}, p.stream()));
 #endif
 }
 
