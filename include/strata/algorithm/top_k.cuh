@@ -5,9 +5,10 @@
 //     (cub::DeviceSegmentedReduce); the k-th smallest of all places' minima, found on the host
 //     (across ranks after the per-place counts' all-gather), is a key that at least k elements
 //     reach (the k chunks with the smallest minima hold k distinct such elements), and for data
-//     in no adversarial order few more. Every place selects the elements at or below it
-//     (cub::DeviceSelect::If, capped); if a place has more than its room (adversarial order, many
-//     equal keys), the radix select below decides instead.
+//     in no adversarial order few more. Every place collects the elements at or below it in one
+//     read of its segment (a warp-aggregated append of key and position, capped at its room, in
+//     no particular order); if a place has more than its room (adversarial order, many equal
+//     keys), the radix select below decides instead.
 //  1. Histograms of the next 11 bits of the elements' order-preserving unsigned image (sort's
 //     radix order), counted by cub::DeviceHistogram on every place and added by the array fold
 //     (on the root, across ranks too), narrow down the digit prefix of the k-th element, pass by
@@ -15,8 +16,9 @@
 //  2. Every place selects its candidates (cub::DeviceSelect::If over its positions): the elements
 //     below that bucket (all of them in the answer) and those in it (for one value, at most the
 //     number still needed: the lowest indices win ties). The host waits once for the counts.
-//  3. Every place sorts its candidates (cub::DeviceRadixSort::SortPairs: key image, position;
-//     stable, so ties stay in index order) and sends its first k to the host; the host merges
+//  3. Every place sorts its candidates by (key image, position) (cub::DeviceRadixSort::SortPairs,
+//     stable: by key alone where step 2 left them in position order, else by position first) and
+//     sends its first k to the host, so the lowest indices win ties; the host merges
 //     the places' lists (and, across ranks, the ranks' lists after one all-gather) by (key, index).
 // (Over 500 lines: those steps are one algorithm whose state passes from each to the next.)
 #pragma once
@@ -42,6 +44,8 @@
 
 #include <cuda/std/functional>
 #include <cuda_runtime_api.h>
+
+#include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cmath>
@@ -194,14 +198,39 @@ struct strided_word {
   }
 };
 
-/// Selection test of the sample path: the element's key is at most the threshold.
+/// The sample path's collection (step 0): element i whose key is at most the threshold is
+/// appended, key and position, to the place's candidates, one atomicAdd per group of the warp's
+/// lanes that hold one (cooperative groups' coalesced threads); the first `room` are written,
+/// `*count` counts them all. The order is the atomics' (the sort puts them back in order).
 template <class T>
-struct key_at_most {
+struct collect_at_most {
   const T* data;
   radix_key<T> key;
   radix_unsigned_t<T> threshold;
-  __host__ __device__ bool operator()(std::uint64_t i) const { return key(data[i]) <= threshold; }
+  radix_unsigned_t<T>* keys;
+  std::uint64_t* positions;
+  unsigned long long* count;
+  std::uint64_t room;
+  __device__ void operator()(std::uint64_t i) const {
+    const auto u = key(data[i]);
+    if (u > threshold) return;
+    const auto g = cooperative_groups::coalesced_threads();
+    unsigned long long first = 0;
+    if (g.thread_rank() == 0) first = atomicAdd(count, static_cast<unsigned long long>(g.size()));
+    const std::uint64_t at = g.shfl(first, 0) + g.thread_rank();
+    if (at < room) {
+      keys[at] = u;
+      positions[at] = i;
+    }
+  }
 };
+
+/// The number of low bits that hold every position below n (at least 1).
+inline int position_bits(std::uint64_t n) {
+  int b = 1;
+  while (b < 64 && (n - 1) >> b != 0) ++b;
+  return b;
+}
 
 /// keys[j] = key(data[positions[j]]).
 template <class T>
@@ -349,14 +378,17 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
     const std::uint64_t m = std::min(count, room);
     const std::size_t pos_bytes = (m * sizeof(std::uint64_t) + 255) / 256 * 256;
     const std::size_t key_bytes = (m * sizeof(U) + 255) / 256 * 256;
-    char* base = static_cast<char*>(p.scratch(2 * pos_bytes + 2 * key_bytes + (k * sizeof(T) + 255) / 256 * 256));
+    const std::size_t value_bytes = (k * sizeof(T) + 255) / 256 * 256;
+    char* base = static_cast<char*>(p.scratch(2 * pos_bytes + 2 * key_bytes + value_bytes + 256));
     struct {
       std::uint64_t *pos, *pos_sorted;
       U *keys, *keys_sorted;
       T* values;
+      unsigned long long* count;
     } b{reinterpret_cast<std::uint64_t*>(base), reinterpret_cast<std::uint64_t*>(base + pos_bytes),
         reinterpret_cast<U*>(base + 2 * pos_bytes), reinterpret_cast<U*>(base + 2 * pos_bytes + key_bytes),
-        reinterpret_cast<T*>(base + 2 * pos_bytes + 2 * key_bytes)};
+        reinterpret_cast<T*>(base + 2 * pos_bytes + 2 * key_bytes),
+        reinterpret_cast<unsigned long long*>(base + 2 * pos_bytes + 2 * key_bytes + value_bytes)};
     return b;
   };
   const thrust::counting_iterator<std::uint64_t> positions(0);
@@ -367,11 +399,10 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
     candidates = kept_counts(s, part, [&](std::size_t i, place_state& p, std::uint64_t* count) {
       const auto seg = r.segment_at(i);
       const auto b = scratch_of(p, seg.count);
-      const tabulate_output<capped_after, std::uint64_t> sink{{b.pos, nullptr, room}, 0};
-      run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceSelect::If(temp, bytes, positions, sink, count, static_cast<std::int64_t>(seg.count),
-                                     key_at_most<T>{seg.data, key, threshold}, p.stream());
-      });
+      STRATA_CUDA_CHECK(cudaMemsetAsync(b.count, 0, sizeof(unsigned long long), p.stream()));
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(
+          seg.count, collect_at_most<T>{seg.data, key, threshold, b.keys, b.pos, b.count, room}, p.stream()));
+      STRATA_CUDA_CHECK(cudaMemcpyAsync(count, b.count, sizeof(std::uint64_t), cudaMemcpyDeviceToHost, p.stream()));
     });
     sampled = std::all_of(candidates.begin(), candidates.end(), [&](std::uint64_t c) { return c <= room; });
   }
@@ -416,16 +447,31 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
     if (m == 0) return;
     const auto seg = r.segment_at(i);
     const auto b = scratch_of(p, seg.count);
-    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(m, keys_of_positions<T>{seg.data, b.pos, b.keys, key}, p.stream()));
-    run_cub(p, [&](void* temp, std::size_t& bytes) {
-      return cub::DeviceRadixSort::SortPairs(temp, bytes, b.keys, b.keys_sorted, b.pos, b.pos_sorted,
-                                             static_cast<std::int64_t>(m), 0, static_cast<int>(8 * sizeof(U)), p.stream());
-    });
+    const auto sort = [&](const auto* keys_in, auto* keys_out, const auto* values_in, auto* values_out, int bits) {
+      run_cub(p, [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in, values_out,
+                                               static_cast<std::int64_t>(m), 0, bits, p.stream());
+      });
+    };
+    // By (key, position): the sample path's candidates came in no order, so first by position
+    // (into the *_sorted buffers), then stably by key (back); the radix path's are in position
+    // order already.
+    const U* keys_done = b.keys;
+    const std::uint64_t* pos_done = b.pos;
+    if (sampled) {
+      sort(b.pos, b.pos_sorted, b.keys, b.keys_sorted, position_bits(seg.count));
+      sort(b.keys_sorted, b.keys, b.pos_sorted, b.pos, static_cast<int>(8 * sizeof(U)));
+    } else {
+      STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(m, keys_of_positions<T>{seg.data, b.pos, b.keys, key}, p.stream()));
+      sort(b.keys, b.keys_sorted, b.pos, b.pos_sorted, static_cast<int>(8 * sizeof(U)));
+      keys_done = b.keys_sorted;
+      pos_done = b.pos_sorted;
+    }
     const std::uint64_t t = taken[i];
-    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(t, values_of_positions<T>{seg.data, b.pos_sorted, b.values}, p.stream()));
+    STRATA_CUDA_CHECK(cub::DeviceFor::Bulk(t, values_of_positions<T>{seg.data, pos_done, b.values}, p.stream()));
     char* mine = host + at_entry[i] * entry_bytes;  // keys, then positions, then values
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine, b.keys_sorted, t * sizeof(U), cudaMemcpyDeviceToHost, p.stream()));
-    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine + t * sizeof(U), b.pos_sorted, t * sizeof(std::uint64_t),
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine, keys_done, t * sizeof(U), cudaMemcpyDeviceToHost, p.stream()));
+    STRATA_CUDA_CHECK(cudaMemcpyAsync(mine + t * sizeof(U), pos_done, t * sizeof(std::uint64_t),
                                       cudaMemcpyDeviceToHost, p.stream()));
     STRATA_CUDA_CHECK(cudaMemcpyAsync(mine + t * (sizeof(U) + sizeof(std::uint64_t)), b.values, t * sizeof(T),
                                       cudaMemcpyDeviceToHost, p.stream()));
@@ -484,12 +530,12 @@ top_k_result<T> top_k_impl(const S& r, std::uint64_t k, bool largest) {
 /// by sort's radix order would place them (`-0.0` and `+0.0` equal, negative NaNs first, positive
 /// NaNs last; equal elements in index order, so the lowest indices win ties). For k up to 2^16 a
 /// sample pass (cub::DeviceSegmentedReduce of strided chunks, about 4k / (k + 2^16) of the data)
-/// gives a threshold at least k elements reach, and every place selects the elements at or below
-/// it (cub::DeviceSelect::If); where that leaves a place too many (data in an adversarial order,
+/// gives a threshold at least k elements reach, and every place collects the elements at or below
+/// it in one read of its segment (a warp-aggregated append); where that leaves a place too many (data in an adversarial order,
 /// many equal elements), and for larger k, a radix select (one cub::DeviceHistogram pass of 11
 /// bits over every place per step, combined by the array fold) finds the bucket holding the k-th
-/// element and every place selects from it. Every place then sorts its candidates with
-/// cub::DeviceRadixSort and hands its first k to the host, which merges the places' (and ranks')
+/// element and every place selects from it (cub::DeviceSelect::If). Every place then sorts its
+/// candidates by (key, index) with cub::DeviceRadixSort and hands its first k to the host, which merges the places' (and ranks')
 /// lists. Requires arithmetic elements (not bool). Returns host vectors of k values and k indices;
 /// the same on every rank of a set spanning processes (a collective there). Extra device memory per
 /// place: about (k + max(2^16, k)) * (16 + 2 * sizeof(T)) bytes of its cached scratch, plus the
