@@ -175,6 +175,32 @@ TEST(Compact, FloatsAndBadArguments) {
   EXPECT_EQ(in.to_std_vector(), h);
 }
 
+namespace {
+// A predicate that is not a function of the element: false for the first `n` calls (the counting
+// pass of the returning copy_if), true after (the selecting pass).
+struct changes_its_mind {
+  unsigned long long* calls;
+  unsigned long long n;
+  __device__ bool operator()(float) const { return atomicAdd(calls, 1ull) >= n; }
+};
+}  // namespace
+
+// The returning copy_if reads its input twice; a predicate that selects more the second time is
+// refused with std::logic_error, and the selecting pass writes nothing past the result's counted
+// room (here none: every place counted 0, so a write would land at a null pointer and fault).
+TEST(Compact, APredicateThatChangesItsAnswerIsRefusedWithNoWritePastTheResult) {
+  const auto set = strata::device_set::repeat(0, 3);
+  const auto h = random_vector<float>(30011, fresh_seed());
+  const strata::distributed_vector<float> in(h, set);
+  unsigned long long* calls = nullptr;
+  ASSERT_EQ(cudaMalloc(&calls, sizeof *calls), cudaSuccess);
+  ASSERT_EQ(cudaMemset(calls, 0, sizeof *calls), cudaSuccess);
+  EXPECT_THROW((void)strata::copy_if(in, changes_its_mind{calls, h.size()}), std::logic_error);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << "the selecting pass wrote past the result";
+  EXPECT_EQ(cudaFree(calls), cudaSuccess);
+  EXPECT_EQ(strata::count_if(in, below{2.0f}), h.size()) << "the set works afterwards";
+}
+
 TEST(Compact, MoreThan2To31Elements) {
   STRATA_SKIP_IF_QUICK();
   const std::uint64_t n = (1ull << 31) + 4099;

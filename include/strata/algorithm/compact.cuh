@@ -78,16 +78,33 @@ distributed_span<T> prefixes(const distributed_span<T>& r, const std::vector<std
   return distributed_span<T>(r.places(), partition::explicit_sizes(n, counts), std::move(data));
 }
 
+/// Stores selected element j at out[j] for j below `cap` and drops the rest.
+template <class T>
+struct store_below {
+  T* out;
+  std::uint64_t cap;
+  template <class Index>
+  __host__ __device__ void operator()(Index j, const T& v) const {
+    if (static_cast<std::uint64_t>(j) < cap) out[j] = v;
+  }
+};
+
 // Selection of the elements satisfying `pred` from `in` into per-place destinations `dst[i]`
-// (in place when dst[i] is the input segment itself).
+// (in place when dst[i] is the input segment itself). With `caps`, destination i has room for
+// caps[i] elements only: what a predicate selects beyond that is dropped, not written past the
+// end (the returned counts still count it, so the caller sees the difference).
 template <class T, class Pred>
 std::vector<std::uint64_t> select_if(const char* name, const distributed_span<const T>& in, const std::vector<T*>& dst,
-                                     Pred pred) {
+                                     Pred pred, const std::vector<std::uint64_t>* caps = nullptr) {
   call_scope scope(in.places().state(), name);
   return kept_counts(scope.state(), in.partition(), [&](std::size_t i, place_state& p, std::uint64_t* kept) {
     const auto s = in.segment_at(i);
     const auto n = static_cast<::cuda::std::int64_t>(s.count);
     run_cub(p, [&](void* temp, std::size_t& bytes) {
+      if (caps != nullptr) {
+        const tabulate_output<store_below<T>, T> sink{{dst[i], (*caps)[i]}, 0};
+        return cub::DeviceSelect::If(temp, bytes, s.data, sink, kept, n, pred, p.stream());
+      }
       if (dst[i] == s.data)  // CUB's in-place selection
         return cub::DeviceSelect::If(temp, bytes, dst[i], kept, n, pred, p.stream());
       return cub::DeviceSelect::If(temp, bytes, s.data, dst[i], kept, n, pred, p.stream());
@@ -154,8 +171,10 @@ distributed_span<range_value_t<Out>> copy_if(const In& in_r, Out&& out_r, Pred p
 /// The elements `x` of `in` for which `pred(x)` is true, in order, as a new container on `in`'s
 /// device_set, laid out by the survivor counts of the places (each place keeps what it held; see
 /// strata::redistribute to even the layout out). Reads `in` twice (count, then copy) so that the
-/// result takes exactly its own size. Throws std::invalid_argument for a range without places,
-/// strata::cuda_error if an allocation or a CUDA call fails (nothing stays allocated then). Across
+/// result takes exactly its own size, so `pred` must give the same answer for an element each time.
+/// Throws std::invalid_argument for a range without places, strata::cuda_error if an allocation
+/// or a CUDA call fails (nothing stays allocated then), std::logic_error if the two passes select
+/// different counts on a place (the second pass writes no further than the first counted). Across
 /// ranks, the ranks agree on the result's allocation first: if one rank cannot allocate, every
 /// rank throws strata::cuda_error (the others' naming that rank).
 template <class In, class Pred, class = std::enable_if_t<is_distributed_range_v<In>>>
@@ -192,8 +211,12 @@ distributed_vector<range_value_t<In>> copy_if(const In& in_r, Pred pred) {
     detail::throw_if_any_rank_failed(scope.state(), failed, "strata::copy_if", "allocating the result", [] {});
   }
   distributed_vector<T> out = std::move(*made);
-  const auto got = detail::select_if("strata::copy_if", in, detail::segment_data(out.span()), pred);
-  if (got != counts) throw std::logic_error("strata::copy_if: the predicate gave different answers on two passes");
+  // Capped at the counts: a predicate that selects more the second time must not write past the
+  // result's segments.
+  const auto got = detail::select_if("strata::copy_if", in, detail::segment_data(out.span()), pred, &counts);
+  if (got != counts)
+    throw std::logic_error("strata::copy_if: the predicate gave different answers on two passes (it must depend on the "
+                           "element alone); nothing was returned");
   return out;
 }
 
