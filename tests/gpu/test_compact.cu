@@ -1,7 +1,7 @@
 // Stream compaction and reduce_by_key against host references: copy_if (into a range and into a new container),
 // remove_if / remove, unique / unique_copy with runs across segment boundaries, partition_copy,
 // erase_if / erase, on every set and size, weighted layouts with empty places, and over 2^31
-// elements.
+// elements (remove, and reduce_by_key).
 #include "test_util.cuh"
 
 #include <algorithm>
@@ -258,6 +258,42 @@ TEST(ReduceByKey, RunsAcrossPlacesAgreeWithTheHost) {
           const auto rm = strata::reduce_by_key(keys, mats, keys_out, prods, mat2_mul{});
           expect_compacted(rm.values, want_prods, p, want_counts, "2x2 products (not commutative)");
   });
+}
+
+// Over 2^31 one-byte keys in runs of 1000 (adjacent runs differ; runs straddle the places'
+// boundaries), one-byte values i mod 251 summed in 32 bits, on one place (one CUB call past 2^31)
+// and on three: every run's key and sum and each place's run count against the host.
+TEST(ReduceByKey, MoreThan2To31Elements) {
+  STRATA_SKIP_IF_QUICK();
+  const std::uint64_t n = (1ull << 31) + 4099, run = 1000;
+  std::vector<std::uint8_t> hk(n), hv(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    hk[i] = static_cast<std::uint8_t>((i / run) % 7);
+    hv[i] = static_cast<std::uint8_t>(i % 251);
+  }
+  std::vector<std::uint8_t> want_keys;
+  std::vector<std::uint32_t> want_sums;
+  for (std::uint64_t i = 0; i < n; i += run) {
+    want_keys.push_back(hk[i]);
+    std::uint32_t sum = 0;
+    for (std::uint64_t j = i; j < std::min(n, i + run); ++j) sum += hv[j];
+    want_sums.push_back(sum);
+  }
+  for (const std::size_t k : {std::size_t{1}, std::size_t{3}}) {
+    SCOPED_TRACE(std::to_string(k) + " places");
+    const auto set = strata::device_set::repeat(0, k);
+    const strata::distributed_vector<std::uint8_t> keys(hk, set), values(hv, set);
+    const auto& p = keys.partition();
+    std::vector<std::uint64_t> want_counts(k, 0);
+    for (std::uint64_t i = 0; i < n; i += run) ++want_counts[p.owner(std::min(n, i + run) - 1)];
+    strata::distributed_vector<std::uint8_t> keys_out(n, set);
+    strata::distributed_vector<std::uint32_t> sums(n, set);
+    poison(keys_out);
+    poison(sums);
+    const auto r = strata::reduce_by_key(keys, values, keys_out, sums);
+    expect_compacted(r.keys, want_keys, p, want_counts, "keys past 2^31");
+    expect_compacted(r.values, want_sums, p, want_counts, "32-bit sums past 2^31");
+  }
 }
 
 TEST(ReduceByKey, BadArgumentsThrowBeforeDeviceWork) {
