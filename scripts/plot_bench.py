@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plots throughput against size for Strata and CUB from a benchmark JSON
 (benchmarks/bench_main.cu, --benchmark_out). One PNG per case, one line per place count plus
-the CUB (and Thrust) anchor.
+the CUB (and Thrust) anchor; a case measured at one size only (STRATA_BENCH_LOG2_SIZES=28) gets
+bars instead: Strata's throughput per place count, the anchors as horizontal lines.
 
     scripts/plot_bench.py bench.json --out docs/img [--cases reduce_f32,inclusive_scan_f32]
 
@@ -46,12 +47,23 @@ def main():
         if case not in series:
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
-        for label, pts in sorted(series[case].items()):
-            pts.sort()
-            style = "k--" if label == "cub" else (":" if label == "thrust" else "-")
-            ax.plot([2 ** p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=label)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("elements")
+        sizes = {p[0] for pts in series[case].values() for p in pts}
+        if len(sizes) == 1:  # one size: bars per place count, anchors as lines
+            bars = sorted((label, pts[0][1]) for label, pts in series[case].items() if label.startswith("strata"))
+            bars.sort(key=lambda b: int(b[0].split()[1]) if b[0].split()[1].isdigit() else 1 << 30)
+            ax.bar([b[0].replace("strata, ", "") for b in bars], [b[1] for b in bars], color="tab:blue", label="strata")
+            for label, pts in sorted(series[case].items()):
+                if not label.startswith("strata"):
+                    ax.axhline(pts[0][1], linestyle="--" if label == "cub" else ":", color="k" if label == "cub" else "tab:red",
+                               label=label)
+            ax.set_xlabel("places (2^%d elements)" % sizes.pop())
+        else:
+            for label, pts in sorted(series[case].items()):
+                pts.sort()
+                style = "k--" if label == "cub" else (":" if label == "thrust" else "-")
+                ax.plot([2 ** p[0] for p in pts], [p[1] for p in pts], style, marker="o", label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("elements")
         ax.set_ylabel("GB/s (bytes the operation must move)")
         ax.set_title("%s (%s)" % (case, data.get("context", {}).get("host_name", "")))
         ax.grid(True, alpha=0.3)
