@@ -77,7 +77,7 @@ struct find_merge_splits {
   const std::uint64_t* ask;  // kind, v per split (in the lookup table)
   merge_split* found;
   Comp comp;
-  __device__ void operator()(std::uint32_t s) const {
+  __host__ __device__ void operator()(std::uint32_t s) const {
     const std::uint64_t kind = ask[2 * s], v = ask[2 * s + 1];
     const std::uint64_t na = a.t.size(), nb = b.t.size();
     if (kind == 0) {  // the largest i with a[i - 1] not after b[v - i]
@@ -125,9 +125,55 @@ inline void ask_segment_starts(std::vector<std::uint64_t>& ask, const partition&
     }
 }
 
-/// The place of `part` whose segment holds global index g (g < part.size()).
-inline std::size_t place_of(const std::vector<std::uint64_t>& offsets, std::uint64_t g) {
-  return static_cast<std::size_t>(owner_lookup{offsets.data(), static_cast<int>(offsets.size() - 1)}.owner(g));
+/// What merge_path asks find_merge_splits (kind, value per split): the splits at the inner
+/// segment starts of the output, of a and of b. Pure host code.
+inline std::vector<std::uint64_t> merge_asks(const partition& out, const partition& a, const partition& b) {
+  std::vector<std::uint64_t> ask;
+  ask_segment_starts(ask, out, 0);
+  ask_segment_starts(ask, a, 1);
+  ask_segment_starts(ask, b, 2);
+  return ask;
+}
+
+/// One stretch of the merge path between two splits: dst[at, at + na + nb) is the merge of
+/// a[a_at, a_at + na) and b[b_at, b_at + nb), each within one segment (dst's on place `place`,
+/// a's on `a_place`, b's on `b_place`; a place of an empty piece is meaningless).
+struct merge_stretch {
+  std::size_t place, a_place, b_place;
+  std::uint64_t at, a_at, na, b_at, nb;
+};
+
+/// The stretches between the splits `found` (and the path's two ends) over inputs of `na` and
+/// `nb` elements laid out as `a` and `b` and an output laid out as `out`, in output order. Throws
+/// std::invalid_argument ("a or b is not sorted by comp") where the path goes back, which sorted
+/// inputs never make. Pure host code.
+inline std::vector<merge_stretch> merge_stretches(const char* name, std::vector<merge_split> splits, const partition& out,
+                                                  const partition& a, const partition& b) {
+  splits.push_back({0, 0});
+  splits.push_back({a.size(), b.size()});
+  std::sort(splits.begin(), splits.end(), [](const merge_split& x, const merge_split& y) {
+    return x.i + x.j != y.i + y.j ? x.i + x.j < y.i + y.j : x.i < y.i;
+  });
+  for (std::size_t k = 1; k < splits.size(); ++k)
+    if (splits[k].i < splits[k - 1].i || splits[k].j < splits[k - 1].j)
+      throw std::invalid_argument(std::string(name) + ": a or b is not sorted by comp (the merge path goes back at "
+                                                       "output position " +
+                                  std::to_string(splits[k].i + splits[k].j) + "); nothing was written");
+  const std::vector<std::uint64_t> ao = offset_table(a), bo = offset_table(b), oo = offset_table(out);
+  const auto place_of = [](const std::vector<std::uint64_t>& offsets, std::uint64_t g) {
+    return static_cast<std::size_t>(owner_lookup{offsets.data(), static_cast<int>(offsets.size() - 1)}.owner(g));
+  };
+  std::vector<merge_stretch> stretches;
+  for (std::size_t k = 1; k < splits.size(); ++k) {
+    const merge_split x = splits[k - 1], y = splits[k];
+    merge_stretch t{0, 0, 0, x.i + x.j, x.i, y.i - x.i, x.j, y.j - x.j};
+    if (t.na + t.nb == 0) continue;
+    t.place = place_of(oo, t.at);
+    if (t.na > 0) t.a_place = place_of(ao, x.i);
+    if (t.nb > 0) t.b_place = place_of(bo, x.j);
+    stretches.push_back(t);
+  }
+  return stretches;
 }
 
 /// The merge of a and b into dst by merge-path splits (see the top of this header). Requires one
@@ -140,12 +186,9 @@ void merge_path(const char* name, const distributed_span<const T>& a, const dist
   call_scope scope(dst.places().state(), name);
   set_state& s = scope.state();
   const partition& out = dst.partition();
-  std::vector<std::uint64_t> ask;
-  ask_segment_starts(ask, out, 0);
-  ask_segment_starts(ask, a.partition(), 1);
-  ask_segment_starts(ask, b.partition(), 2);
+  const std::vector<std::uint64_t> ask = merge_asks(out, a.partition(), b.partition());
   const std::size_t asked = ask.size() / 2;
-  std::vector<merge_split> splits{{0, 0}, {a.size(), b.size()}};
+  std::vector<merge_split> splits;
   if (asked > 0) {
     // One place with output finds every split, after the inputs' earlier work (events).
     std::size_t finder = 0;
@@ -169,36 +212,17 @@ void merge_path(const char* name, const distributed_span<const T>& a, const dist
     wait_segments(s, out);
     splits.insert(splits.end(), host, host + asked);
   }
-  std::sort(splits.begin(), splits.end(), [](const merge_split& x, const merge_split& y) {
-    return x.i + x.j != y.i + y.j ? x.i + x.j < y.i + y.j : x.i < y.i;
-  });
-  for (std::size_t k = 1; k < splits.size(); ++k)
-    if (splits[k].i < splits[k - 1].i || splits[k].j < splits[k - 1].j)
-      throw std::invalid_argument(std::string(name) + ": a or b is not sorted by comp (the merge path goes back at "
-                                                       "output position " +
-                                  std::to_string(splits[k].i + splits[k].j) + "); nothing was written");
   // Every stretch between two splits lies in one segment of dst, of a and of b.
-  const std::vector<std::uint64_t> ao = offset_table(a.partition()), bo = offset_table(b.partition()),
-                                   oo = offset_table(out);
+  const std::vector<merge_stretch> stretches = merge_stretches(name, std::move(splits), out, a.partition(), b.partition());
   with_direct_access(s, out, inputs, [&](std::size_t i, place_state& p) {
-    for (std::size_t k = 1; k < splits.size(); ++k) {
-      const merge_split x = splits[k - 1], y = splits[k];
-      const std::uint64_t at = x.i + x.j, n = y.i + y.j - at;
-      if (n == 0 || place_of(oo, at) != i) continue;
-      T* to = dst.segment_at(i).data + (at - oo[i]);
-      const T* pa = to;  // (an empty piece's pointer is never read)
-      const T* pb = to;
-      if (y.i > x.i) {
-        const std::size_t o = place_of(ao, x.i);
-        pa = a.segment_at(o).data + (x.i - ao[o]);
-      }
-      if (y.j > x.j) {
-        const std::size_t o = place_of(bo, x.j);
-        pb = b.segment_at(o).data + (x.j - bo[o]);
-      }
-      run_cub(p, [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceMerge::MergeKeys(temp, bytes, pa, static_cast<::cuda::std::int64_t>(y.i - x.i), pb,
-                                           static_cast<::cuda::std::int64_t>(y.j - x.j), to, comp, p.stream());
+    for (const merge_stretch& t : stretches) {
+      if (t.place != i) continue;
+      T* to = dst.segment_at(i).data + (t.at - out.offset(i));
+      const T* pa = t.na > 0 ? a.segment_at(t.a_place).data + (t.a_at - a.partition().offset(t.a_place)) : to;
+      const T* pb = t.nb > 0 ? b.segment_at(t.b_place).data + (t.b_at - b.partition().offset(t.b_place)) : to;
+      run_cub(p, [&](void* temp, std::size_t& bytes) {  // (an empty piece's pointer is never read)
+        return cub::DeviceMerge::MergeKeys(temp, bytes, pa, static_cast<::cuda::std::int64_t>(t.na), pb,
+                                           static_cast<::cuda::std::int64_t>(t.nb), to, comp, p.stream());
       });
     }
   });
