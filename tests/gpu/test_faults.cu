@@ -161,6 +161,9 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
   std::vector<double> hd(h.begin(), h.end());
   const double dsum = std::accumulate(hd.begin(), hd.end(), 0.0);  // exact: integers below 2^53
 
+  std::vector<std::int64_t> h_merged(2 * n);
+  std::merge(h.begin(), h.end(), h_twice.begin(), h_twice.end(), h_merged.begin());
+  strata::distributed_vector<std::int64_t> merged(2 * n, set, strata::partition_policy::weighted({4, 3, 2, 1}));
   strata::distributed_vector<std::int64_t> keys(h_keys, set), keys_out(n, set), twice(h_twice, set);
   strata::distributed_vector<std::uint64_t> map(h_map, set), idx(n, set);
   strata::distributed_vector<double> dv(hd, set);
@@ -262,6 +265,7 @@ TEST_P(Faults, EveryAlgorithmSurfacesAnInjectedFailureAtEveryPhaseAndRecovers) {
       {"gather", [&] { strata::gather(map, in, out); return eq(host_copy(out), h_rev); }},
       {"scatter", [&] { strata::scatter(in, map, out); return eq(host_copy(out), h_rev); }},
       {"lower_bound", [&] { strata::lower_bound(in, twice, idx); return eq(host_copy(idx), h_lb); }},
+      {"merge", [&] { strata::merge(in, twice, merged); return eq(host_copy(merged), h_merged); }},
       {"top_k", [&] {
          const auto r = strata::top_k(in, 100, strata::largest);
          bool ok = r.indices.size() == 100;
