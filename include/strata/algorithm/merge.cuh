@@ -159,18 +159,14 @@ inline std::vector<merge_stretch> merge_stretches(const char* name, std::vector<
       throw std::invalid_argument(std::string(name) + ": a or b is not sorted by comp (the merge path goes back at "
                                                        "output position " +
                                   std::to_string(splits[k].i + splits[k].j) + "); nothing was written");
-  const std::vector<std::uint64_t> ao = offset_table(a), bo = offset_table(b), oo = offset_table(out);
-  const auto place_of = [](const std::vector<std::uint64_t>& offsets, std::uint64_t g) {
-    return static_cast<std::size_t>(owner_lookup{offsets.data(), static_cast<int>(offsets.size() - 1)}.owner(g));
-  };
   std::vector<merge_stretch> stretches;
   for (std::size_t k = 1; k < splits.size(); ++k) {
     const merge_split x = splits[k - 1], y = splits[k];
     merge_stretch t{0, 0, 0, x.i + x.j, x.i, y.i - x.i, x.j, y.j - x.j};
     if (t.na + t.nb == 0) continue;
-    t.place = place_of(oo, t.at);
-    if (t.na > 0) t.a_place = place_of(ao, x.i);
-    if (t.nb > 0) t.b_place = place_of(bo, x.j);
+    t.place = out.owner(t.at);
+    if (t.na > 0) t.a_place = a.owner(x.i);
+    if (t.nb > 0) t.b_place = b.owner(x.j);
     stretches.push_back(t);
   }
   return stretches;
